@@ -1,0 +1,5 @@
+"""``python -m memdir`` runs the CLI."""
+
+from memdir.cli import main
+
+main()

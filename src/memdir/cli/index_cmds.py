@@ -1,0 +1,134 @@
+"""``memdir init``, ``memdir index`` and ``memdir status``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from memdir.cli.common import open_memory, print_json, stderr, stdout
+from memdir.cli.main import cli
+from memdir.workspace import init_workspace
+
+
+@cli.command("init")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--lang",
+    type=click.Choice(["en", "zh"]),
+    default="en",
+    show_default=True,
+    help="Language of the templates and MEMORY.md section headings.",
+)
+@click.option("--sample", is_flag=True, help="Add example notes (English and Chinese) to try.")
+@click.pass_context
+def init_command(ctx: click.Context, path: Path | None, lang: str, sample: bool) -> None:
+    """Create a workspace (MEMORY.md, USER.md, AGENTS.md, memory/, skills/, .memdir/).
+
+    Existing files are never overwritten. PATH defaults to --workspace.
+    """
+    root, created = init_workspace(path or ctx.obj, lang, sample=sample)
+    out = stdout()
+    out.print(f"workspace: {root}")
+    if created:
+        for name in created:
+            out.print(f"  created {name}")
+    else:
+        out.print("  already initialised; nothing changed")
+
+
+@cli.command("index")
+@click.option("--force", is_flag=True, help="Rebuild the whole index from the files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def index_command(ctx: click.Context, force: bool, as_json: bool) -> None:
+    """Index what changed in the workspace (everything with --force)."""
+    with open_memory(ctx) as mem:
+        err = stderr()
+        show_bar = err.is_terminal and not as_json
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            disable=not show_bar,
+            transient=True,
+        ) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            report = mem.sync(force=force, progress=progress)
+        if as_json:
+            print_json({**report.__dict__, "changed": report.changed})
+            return
+        out = stdout()
+        out.print(
+            f"indexed {report.added} new, {report.updated} changed, {report.removed} removed "
+            f"files; {report.chunks_written} chunks written, {report.embedded} embedded "
+            f"({report.cache_hits} from cache) in {report.seconds:.1f} s"
+        )
+        if report.pending_vectors:
+            out.print(f"{report.pending_vectors} chunks still need an embedding")
+        for warning in report.warnings:
+            err.print(f"warning: {warning}")
+
+
+@cli.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+def status_command(ctx: click.Context, as_json: bool) -> None:
+    """Show the workspace, index, embedding model, pending work and warnings."""
+    with open_memory(ctx) as mem:
+        info = mem.status()
+    if as_json:
+        print_json(info)
+        return
+    emb = info["embedding"]
+    model = emb["note"] or emb["model"] or "-"
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("workspace", info["workspace"]),
+        ("index", info["index_path"]),
+        ("mode", info["mode"]),
+        (
+            "embedding",
+            f"{emb['provider']} / {model}" + (f" ({emb['dims']} dims)" if emb["dims"] else ""),
+        ),
+        ("vector backend", info["vector_backend"]),
+        ("files", str(info["files"])),
+        (
+            "chunks",
+            f"{info['chunks']} ({info['vectors']} with vectors, {info['pending_vectors']} pending)",
+        ),
+        ("embedding cache", str(info["cached_embeddings"])),
+        (
+            "dirty",
+            f"{info['dirty_files']} changed, {info['deleted_files']} deleted since last sync",
+        ),
+    ]
+    if not info["identity_current"]:
+        rows.append(("identity", "changed: the next index or search rebuilds the index"))
+    for key, value in rows:
+        table.add_row(key, value)
+    out = stdout()
+    out.print(table)
+    for path, warning in info["file_warnings"].items():
+        out.print(f"[yellow]warning[/]: {path}: {warning}")
+    for note in info["notes"]:
+        out.print(f"[yellow]note[/]: {note}")

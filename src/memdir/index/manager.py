@@ -1,0 +1,311 @@
+"""The index's life: where it lives, one writer at a time, identity changes, corruption.
+
+- Location: ``<workspace>/.memdir/index.sqlite``; when the workspace cannot be written, a cache
+  under ``$MEMDIR_HOME/indexes/`` so a read-only workspace can still be searched.
+- One writer: a cross-process file lock (``index.lock``) around every write phase; readers never
+  take it (WAL).
+- Identity (provider, model, dims, chunking, tokenizer, schema) change → a full rebuild into a
+  temporary database seeded with the old embedding cache, swapped in with one rename; a failure
+  keeps the old index. Other processes notice the swap (inode change) and reopen.
+- A database that cannot be read is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from memdir.config import ChunkingConfig, memdir_home
+from memdir.embeddings.base import Embedder, Vectors
+from memdir.errors import IndexStoreError
+from memdir.index.schema import SCHEMA_VERSION
+from memdir.index.store import IndexStore
+from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
+from memdir.index.vectors import VectorSearch, create_vector_search
+from memdir.text import TOKENIZER_VERSION
+from memdir.workspace import Workspace
+
+INDEX_NAME = "index.sqlite"
+#: How many pending chunks a search embeds on the spot after an edit (the rest: `memdir index`).
+SEARCH_EMBED_LIMIT = 64
+
+
+def index_identity(embedder: Embedder | None, chunking: ChunkingConfig) -> dict[str, Any]:
+    """Everything that, when it changes, makes the stored chunks or vectors invalid."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "tokenizer": TOKENIZER_VERSION,
+        "provider": embedder.provider if embedder else "none",
+        "model": embedder.model_id if embedder else "",
+        "provider_key": embedder.provider_key if embedder else "",
+        "dims": embedder.dims if embedder else 0,
+        "chunk_tokens": chunking.tokens,
+        "chunk_overlap": chunking.overlap,
+    }
+
+
+def default_index_dir(workspace: Workspace) -> tuple[Path, str | None]:
+    """The folder for the index and its lock, and a note when it is not the workspace's own."""
+    state = workspace.state_dir
+    try:
+        state.mkdir(exist_ok=True)
+        probe = state / f".probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+        return state, None
+    except OSError:
+        digest = hashlib.sha256(str(workspace.root).encode()).hexdigest()[:16]
+        fallback = memdir_home() / "indexes" / digest
+        fallback.mkdir(parents=True, exist_ok=True)
+        return fallback, f"workspace is not writable: index kept in {fallback}"
+
+
+class IndexManager:
+    """Owns the index database of one workspace for one process."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        embedder: Embedder | None,
+        chunking: ChunkingConfig,
+        vector_backend: str = "numpy",
+        batch_tokens: int = 8000,
+    ) -> None:
+        self.workspace = workspace
+        self.embedder = embedder
+        self.chunking = chunking
+        self.batch_tokens = batch_tokens
+        self.vector_backend = vector_backend
+        self.dir, note = default_index_dir(workspace)
+        self.path = self.dir / INDEX_NAME
+        self.notes: list[str] = [note] if note else []
+        self.identity = index_identity(embedder, chunking)
+        self._lock = FileLock(str(self.dir / "index.lock"))
+        self._store: IndexStore | None = None
+        self._inode: int | None = None
+        self._vectors: VectorSearch | None = None
+
+    # -- opening ------------------------------------------------------------------------
+
+    def store(self) -> IndexStore:
+        """The open store, reopened when another process swapped the file."""
+        inode = _inode(self.path)
+        if self._store is not None and inode == self._inode:
+            return self._store
+        self._close_store()
+        try:
+            store = IndexStore.open(self.path)
+            store.meta_get("identity")
+        except sqlite3.DatabaseError as exc:
+            with self.write_lock():
+                store = self._recover(exc)
+        self._store, self._inode = store, _inode(self.path)
+        return store
+
+    def _recover(self, exc: Exception) -> IndexStore:
+        """Move an unreadable database aside and start a new one (call under the lock)."""
+        try:  # another process may have recovered it while we waited for the lock
+            store = IndexStore.open(self.path)
+            store.meta_get("identity")
+            return store
+        except sqlite3.DatabaseError:
+            pass
+        aside = self.path.with_name(f"{INDEX_NAME}.corrupt-{int(time.time())}")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self.path) + suffix)
+        self.notes.append(f"index was unreadable ({exc}); moved to {aside.name} and rebuilt")
+        try:
+            return IndexStore.open(self.path)
+        except sqlite3.DatabaseError as again:
+            raise IndexStoreError(f"cannot create an index at {self.path}: {again}") from again
+
+    def vectors(self) -> VectorSearch:
+        if self._vectors is None:
+            self._vectors = create_vector_search(self.vector_backend, self.path)
+        return self._vectors
+
+    @contextlib.contextmanager
+    def write_lock(self, timeout: float = 60.0) -> Iterator[None]:
+        """The cross-process writer lock."""
+        try:
+            with self._lock.acquire(timeout=timeout):
+                yield
+        except Timeout as exc:
+            raise IndexStoreError(
+                f"another memdir process has been writing the index for {timeout:.0f} s; "
+                "try again when it finishes"
+            ) from exc
+
+    def identity_matches(self) -> bool:
+        stored = self.store().meta_get("identity")
+        return stored is not None and json.loads(stored) == self.identity
+
+    # -- writing ------------------------------------------------------------------------
+
+    def sync(
+        self,
+        *,
+        force: bool = False,
+        progress: Progress | None = None,
+        embed_limit: int | None = None,
+    ) -> SyncReport:
+        """Full sync: rebuild when forced or the identity changed, then embed what is pending
+        (at most ``embed_limit`` chunks when given)."""
+        report = SyncReport()
+        with self.write_lock():
+            store = self.store()
+            if force or not self.identity_matches():
+                self._rebuild(store, progress, report)
+            else:
+                sync_files(
+                    store,
+                    self.workspace,
+                    chunking=self.chunking,
+                    embedder=self.embedder,
+                    progress=progress,
+                    report=report,
+                )
+        return self._embed(progress=progress, report=report, limit=embed_limit)
+
+    def refresh(self) -> SyncReport | None:
+        """Before a search: sync files whose (mtime, size) changed; None when nothing did."""
+        store = self.store()
+        if not self.identity_matches():
+            return self.sync(embed_limit=SEARCH_EMBED_LIMIT)
+        dirty = scan_dirty(store, self.workspace)
+        report = None
+        if dirty:
+            report = SyncReport()
+            with self.write_lock():
+                sync_files(
+                    self.store(),
+                    self.workspace,
+                    chunking=self.chunking,
+                    embedder=self.embedder,
+                    report=report,
+                )
+        if self.embedder is not None and (report is not None and report.chunks_written):
+            report = self._embed(progress=None, report=report, limit=SEARCH_EMBED_LIMIT)
+        return report
+
+    def _embed(
+        self, *, progress: Progress | None, report: SyncReport, limit: int | None
+    ) -> SyncReport:
+        if self.embedder is None:
+            return report
+        return embed_pending(
+            self.store(),
+            self.embedder,
+            batch_tokens=self.batch_tokens,
+            limit=limit,
+            progress=progress,
+            report=report,
+            lock=self.write_lock,
+        )
+
+    def _rebuild(self, old: IndexStore, progress: Progress | None, report: SyncReport) -> None:
+        """Build a fresh index in a temporary file, seeded from the old cache; swap it in."""
+        tmp = self.path.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
+        _remove_db(tmp)
+        try:
+            fresh = IndexStore.open(tmp)
+            try:
+                _copy_cache(old, fresh)
+                with fresh.write():
+                    fresh.meta_set("identity", json.dumps(self.identity, sort_keys=True))
+                sync_files(
+                    fresh,
+                    self.workspace,
+                    chunking=self.chunking,
+                    embedder=self.embedder,
+                    progress=progress,
+                    report=report,
+                )
+                with fresh.write():
+                    fresh.meta_set("generation", str(old.generation() + 1))
+            finally:
+                fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                fresh.close()
+        except BaseException:
+            _remove_db(tmp)
+            raise
+        self._close_store()
+        os.replace(tmp, self.path)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self.path) + suffix)
+        self.store()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def read(self, fn: Callable[[IndexStore], Any]) -> Any:
+        """Run a read; if the database turns out to be corrupt, recover and retry once."""
+        try:
+            return fn(self.store())
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "fts5" in str(exc).lower():
+                raise
+            self._close_store()
+            with self.write_lock():
+                self._store = self._recover(exc)
+                self._inode = _inode(self.path)
+            self.sync()
+            return fn(self.store())
+
+    def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
+        return list(self.read(lambda store: self.vectors().search(store, query, k)))
+
+    def close(self) -> None:
+        self._close_store()
+        if self._vectors is not None:
+            self._vectors.close()
+            self._vectors = None
+
+    def _close_store(self) -> None:
+        if self._store is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._store.close()
+            self._store = None
+            self._inode = None
+        if self._vectors is not None:
+            self._vectors.close()
+            self._vectors = None
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(str(path) + suffix)
+
+
+def _copy_cache(old: IndexStore, fresh: IndexStore) -> None:
+    """Seed the new database's embedding cache from the old one (best effort)."""
+    try:
+        rows = old.conn.execute(
+            "SELECT provider, model, provider_key, hash, dims, embedding, created_at "
+            "FROM embedding_cache"
+        ).fetchall()
+    except sqlite3.DatabaseError:
+        return
+    with fresh.write() as conn:
+        conn.executemany("INSERT OR IGNORE INTO embedding_cache VALUES (?, ?, ?, ?, ?, ?, ?)", rows)

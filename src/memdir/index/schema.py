@@ -1,0 +1,106 @@
+"""The index schema as numbered, append-only migrations (``PRAGMA user_version``).
+
+Never edit a migration that has shipped: add the next one. Tables (SPEC §3):
+
+- ``meta``: key/value, holds the index identity and a write generation counter.
+- ``files``: one row per indexed file with its hash and the (mtime, size) seen at indexing.
+- ``chunks``: line ranges of files with their text; ``seq`` is the rowid shared with the
+  FTS5 table and ``vectors``.
+- ``chunks_fts``: FTS5 over the *segmented* chunk text (see :mod:`memdir.text`).
+- ``vectors``: one float32 blob per chunk that has an embedding.
+- ``embedding_cache``: (provider, model, provider_key, text hash) → vector.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the initial schema
+    """
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE files (
+        path       TEXT PRIMARY KEY,
+        source     TEXT NOT NULL,
+        hash       TEXT NOT NULL,
+        mtime_ns   INTEGER NOT NULL,
+        size       INTEGER NOT NULL,
+        indexed_at REAL NOT NULL,
+        warning    TEXT
+    );
+    CREATE TABLE chunks (
+        seq        INTEGER PRIMARY KEY,
+        id         TEXT NOT NULL UNIQUE,
+        path       TEXT NOT NULL,
+        source     TEXT NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line   INTEGER NOT NULL,
+        hash       TEXT NOT NULL,
+        model      TEXT NOT NULL,
+        text       TEXT NOT NULL,
+        embeddable INTEGER NOT NULL DEFAULT 1,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX chunks_by_path ON chunks(path);
+    CREATE INDEX chunks_by_hash ON chunks(hash);
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        tokens,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE vectors (
+        seq       INTEGER PRIMARY KEY REFERENCES chunks(seq) ON DELETE CASCADE,
+        embedding BLOB NOT NULL
+    );
+    CREATE TABLE embedding_cache (
+        provider     TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        provider_key TEXT NOT NULL,
+        hash         TEXT NOT NULL,
+        dims         INTEGER NOT NULL,
+        embedding    BLOB NOT NULL,
+        created_at   REAL NOT NULL,
+        PRIMARY KEY (provider, model, provider_key, hash)
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the migrations this database lacks, each in its own transaction.
+
+    Returns:
+        The schema version after migrating.
+
+    Raises:
+        sqlite3.DatabaseError: the file is newer than this memdir or not a database.
+    """
+    version = _user_version(conn)
+    if version > SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(
+            f"index schema {version} is newer than this memdir ({SCHEMA_VERSION})"
+        )
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while we waited for the write lock.
+            version = _user_version(conn)
+            if version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return SCHEMA_VERSION
+
+
+def _user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])

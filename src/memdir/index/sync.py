@@ -1,0 +1,287 @@
+"""Bring the index up to date with the files (SPEC §3), in two phases.
+
+1. :func:`sync_files` — stat every indexable file; an unchanged (mtime, size) is skipped without
+   reading; otherwise the content's sha256 decides; changed files are re-chunked and written
+   (chunks + FTS + vectors already in the embedding cache) in one transaction per file; files
+   that vanished are pruned. Fast: no model runs here.
+2. :func:`embed_pending` — chunks that still lack a vector are embedded in token-bounded
+   batches, written to the cache and the index batch by batch. A provider failure leaves them
+   pending (keyword search still finds them) and is reported, never raised.
+
+The caller holds the index write lock around each phase (see :mod:`memdir.index.manager`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from memdir.config import ChunkingConfig
+from memdir.embeddings.base import Embedder, check_dims, token_batches
+from memdir.errors import ProviderError
+from memdir.index.store import FileRow, IndexStore, NewChunk
+from memdir.markdown.chunking import chunk_markdown
+from memdir.text import index_text
+from memdir.workspace import FileEntry, Workspace
+
+#: Files larger than this are indexed for keyword search only (embedding them would take
+#: minutes and one huge file is rarely a memory); status says so.
+EMBED_MAX_BYTES = 2 * 1024 * 1024
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class SyncReport:
+    """What one sync did."""
+
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks_written: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    pending_vectors: int = 0
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.embedded)
+
+
+@dataclass(frozen=True)
+class DirtyState:
+    """Files whose (mtime, size) differ from the index, and indexed files that are gone."""
+
+    changed: tuple[FileEntry, ...]
+    deleted: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.deleted)
+
+
+def scan_dirty(store: IndexStore, workspace: Workspace) -> DirtyState:
+    """Compare the files on disk with the index using ``lstat`` only (no reads)."""
+    known = store.file_rows()
+    changed: list[FileEntry] = []
+    seen: set[str] = set()
+    for entry in workspace.iter_files():
+        seen.add(entry.path)
+        row = known.get(entry.path)
+        try:
+            st = entry.abspath.lstat()
+        except OSError:
+            continue
+        if row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size:
+            changed.append(entry)
+    deleted = tuple(sorted(set(known) - seen))
+    return DirtyState(tuple(changed), deleted)
+
+
+def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
+    """sha256 of ``source:path:start:end:hash:model`` (SPEC §3)."""
+    key = f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def sync_files(
+    store: IndexStore,
+    workspace: Workspace,
+    *,
+    chunking: ChunkingConfig,
+    embedder: Embedder | None,
+    dirty: DirtyState | None = None,
+    progress: Progress | None = None,
+    report: SyncReport | None = None,
+) -> SyncReport:
+    """Phase 1: re-chunk changed files, prune deleted ones (see the module docstring)."""
+    started = time.perf_counter()
+    report = report or SyncReport()
+    if dirty is None:
+        dirty = scan_dirty(store, workspace)
+    known = store.file_rows()
+    model = embedder.model_id if embedder else "fts"
+    total = len(dirty.changed)
+    report.scanned += total
+    vanished: list[str] = list(dirty.deleted)
+    for done, entry in enumerate(dirty.changed, start=1):
+        if not _sync_one(store, entry, known.get(entry.path), chunking, embedder, model, report):
+            vanished.append(entry.path)
+        if progress:
+            progress("files", done, total)
+    if vanished:
+        report.removed += store.delete_files(vanished)
+    report.seconds += time.perf_counter() - started
+    return report
+
+
+def _sync_one(
+    store: IndexStore,
+    entry: FileEntry,
+    row: FileRow | None,
+    chunking: ChunkingConfig,
+    embedder: Embedder | None,
+    model: str,
+    report: SyncReport,
+) -> bool:
+    """Index one file; returns False when the file is gone (to be pruned)."""
+    try:
+        before = entry.abspath.lstat()
+        if not stat.S_ISREG(before.st_mode):
+            return False
+        data = entry.abspath.read_bytes()
+        after = os.lstat(entry.abspath)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        report.warnings.append(f"{entry.path}: cannot be read ({exc.strerror}); skipped")
+        return row is not None
+    digest = hashlib.sha256(data).hexdigest()
+    # Changed while we read it: record an impossible mtime so the next sync reads it again.
+    mtime_ns = after.st_mtime_ns if _same_stat(before, after) else -1
+    if row is not None and row.hash == digest and row.warning is None:
+        store.touch_file(entry.path, mtime_ns, after.st_size)
+        report.unchanged += 1
+        return True
+    text, warning = decode_markdown(data, entry.path)
+    chunks: list[NewChunk] = []
+    if text is not None:
+        pieces = chunk_markdown(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
+        embeddable = embedder is not None and len(data) <= EMBED_MAX_BYTES
+        if embedder is not None and not embeddable:
+            warning = _join(
+                warning,
+                f"too large to embed ({len(data) / 1e6:.1f} MB > {EMBED_MAX_BYTES / 1e6:.0f} MB)"
+                ": keyword search only",
+            )
+        cached = (
+            store.cache_get(
+                embedder.provider,
+                embedder.model_id,
+                embedder.provider_key,
+                [p.hash for p in pieces],
+            )
+            if embedder is not None and embeddable
+            else {}
+        )
+        report.cache_hits += sum(1 for p in pieces if p.hash in cached)
+        for piece in pieces:
+            chunks.append(
+                NewChunk(
+                    id=chunk_id(
+                        entry.source,
+                        entry.path,
+                        piece.start_line,
+                        piece.end_line,
+                        piece.hash,
+                        model,
+                    ),
+                    start_line=piece.start_line,
+                    end_line=piece.end_line,
+                    hash=piece.hash,
+                    text=piece.text,
+                    tokens=index_text(piece.text),
+                    embedding=cached.get(piece.hash),
+                    embed=embeddable,
+                )
+            )
+    if warning:
+        report.warnings.append(f"{entry.path}: {warning}")
+    store.replace_file(
+        path=entry.path,
+        source=entry.source,
+        hash=digest,
+        mtime_ns=mtime_ns,
+        size=after.st_size,
+        warning=warning,
+        model=model,
+        chunks=chunks,
+    )
+    if row is None:
+        report.added += 1
+    else:
+        report.updated += 1
+    report.chunks_written += len(chunks)
+    return True
+
+
+def decode_markdown(data: bytes, path: str) -> tuple[str | None, str | None]:
+    """Decode a file's bytes: ``(text, warning)``; text is None for a binary file."""
+    if b"\x00" in data[:8192]:
+        return None, "binary file (NUL bytes): not indexed"
+    try:
+        text = data.decode("utf-8")
+        warning = None
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", errors="replace")
+        warning = f"invalid UTF-8 at byte {exc.start}: indexed with replacement characters"
+    return text.removeprefix("\ufeff"), warning
+
+
+def embed_pending(
+    store: IndexStore,
+    embedder: Embedder,
+    *,
+    batch_tokens: int,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    report: SyncReport | None = None,
+    lock: Callable[[], AbstractContextManager[object]] | None = None,
+) -> SyncReport:
+    """Phase 2: embed chunks that lack a vector (see the module docstring).
+
+    Args:
+        limit: embed at most this many chunks (the rest stays pending).
+        lock: a context-manager factory taken around each batch's write, so other
+            processes can sync between batches.
+    """
+    started = time.perf_counter()
+    report = report or SyncReport()
+    pending = store.chunks_without_vectors(limit=limit or 10_000_000)
+    total = len(pending)
+    done = 0
+    for start, end in token_batches([text for _, _, text in pending], batch_tokens):
+        batch = pending[start:end]
+        try:
+            vectors = check_dims(
+                embedder.embed_documents([text for _, _, text in batch]),
+                len(batch),
+                embedder.dims,
+                who=f"{embedder.provider}/{embedder.model_id}",
+            )
+        except ProviderError as exc:
+            report.warnings.append(f"embedding failed, keyword search only for now: {exc}")
+            break
+        hashes = [h for _, h, _ in batch]
+        with lock() if lock else contextlib.nullcontext():
+            store.cache_put(
+                embedder.provider,
+                embedder.model_id,
+                embedder.provider_key,
+                list(zip(hashes, vectors, strict=True)),
+            )
+            store.set_vectors([(seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True)])
+        done += len(batch)
+        report.embedded += len(batch)
+        if progress:
+            progress("embeddings", done, total)
+    report.pending_vectors = total - done
+    report.seconds += time.perf_counter() - started
+    return report
+
+
+def _same_stat(a: os.stat_result, b: os.stat_result) -> bool:
+    return a.st_mtime_ns == b.st_mtime_ns and a.st_size == b.st_size
+
+
+def _join(first: str | None, second: str) -> str:
+    return f"{first}; {second}" if first else second

@@ -1,0 +1,239 @@
+"""The :class:`Memory` facade: the one place that wires workspace, index, embedder and search.
+
+    from memdir import Memory
+
+    with Memory("~/notes") as mem:
+        for hit in mem.search("which port does redis use").results:
+            print(hit.citation, hit.score)
+        print(mem.get("memory/2026-11-30.md", from_line=1, lines=20).text)
+
+Providers are injected (``embedder=``); when None they are built from the config. A provider
+that cannot be built leaves memdir in keyword-only mode with a note in :meth:`Memory.status`;
+it never fails a search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memdir.clock import now
+from memdir.config import Config, default_workspace, load_config
+from memdir.embeddings.base import Embedder
+from memdir.embeddings.registry import create_embedder
+from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
+from memdir.index.manager import IndexManager
+from memdir.index.sync import Progress, SyncReport, scan_dirty
+from memdir.search import SearchResponse, run_search
+from memdir.workspace import MEMORY_FILE, Workspace
+
+#: Files a shared (group) session may never see (SPEC §2).
+PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
+SCOPES = ("private", "shared")
+#: The longest query accepted (characters); longer ones are refused, not truncated silently.
+MAX_QUERY_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class GetResult:
+    """Text of a memory file, or an empty text when the file does not exist."""
+
+    path: str
+    text: str
+    from_line: int
+    lines: int
+    total_lines: int
+    exists: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "text": self.text,
+            "from": self.from_line,
+            "lines": self.lines,
+            "total_lines": self.total_lines,
+            "exists": self.exists,
+        }
+
+
+class Memory:
+    """Long-term memory over one workspace.
+
+    Args:
+        workspace: the workspace folder; default ``MEMDIR_WORKSPACE`` or ``~/.memdir/workspace``.
+        config: settings; default :func:`memdir.config.load_config` for this workspace.
+        embedder: the embedding provider; default built from ``config.embedding``.
+        scope: ``private`` (the owner's own sessions) or ``shared`` (group chats: MEMORY.md
+            and USER.md are never returned).
+    """
+
+    def __init__(
+        self,
+        workspace: Path | str | None = None,
+        *,
+        config: Config | None = None,
+        embedder: Embedder | None = None,
+        scope: str = "private",
+    ) -> None:
+        if scope not in SCOPES:
+            raise MemdirError(f"unknown scope {scope!r}: choose private or shared")
+        root = Path(workspace).expanduser() if workspace is not None else default_workspace()
+        self.config = config if config is not None else load_config(root if root.is_dir() else None)
+        self.workspace = Workspace(root, self.config.index.extra_paths)
+        self.scope = scope
+        self.notes: list[str] = []
+        if embedder is None:
+            embedder = self._build_embedder()
+        self.embedder = embedder
+        self.index = IndexManager(
+            self.workspace,
+            embedder=embedder,
+            chunking=self.config.chunking,
+            vector_backend=self.config.index.vector_backend,
+            batch_tokens=self.config.embedding.batch_tokens,
+        )
+
+    def _build_embedder(self) -> Embedder | None:
+        try:
+            embedder = create_embedder(self.config.embedding)
+        except ProviderError as exc:
+            self.notes.append(f"embedding provider unavailable, keyword-only mode: {exc}")
+            return None
+        if embedder is None:
+            self.notes.append("embedding provider is 'none': keyword-only mode")
+        return embedder
+
+    # -- context manager ------------------------------------------------------------------
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the index connection."""
+        self.index.close()
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+    ) -> SearchResponse:
+        """``memory_search``: the best snippets for ``query`` (SPEC §5).
+
+        Files changed since the last sync are indexed first (stat only when nothing changed),
+        so results are never stale.
+
+        Raises:
+            QueryError: the query is longer than :data:`MAX_QUERY_CHARS` or a limit is invalid.
+        """
+        if len(query) > MAX_QUERY_CHARS:
+            raise QueryError(f"query is {len(query)} chars; the limit is {MAX_QUERY_CHARS}")
+        if max_results is not None and max_results < 1:
+            raise QueryError("max_results must be at least 1")
+        report = self.index.refresh()
+        response = run_search(
+            self.index,
+            self.embedder,
+            query,
+            config=self.config.search,
+            now=now(),
+            max_results=max_results,
+            min_score=min_score,
+            exclude_paths=PRIVATE_FILES if self.scope == "shared" else frozenset(),
+        )
+        if report is not None:
+            response.warnings.extend(report.warnings)
+        counts = self.index.read(lambda store: store.counts())
+        response.index = {
+            "files": counts["files"],
+            "chunks": counts["chunks"],
+            "pending_vectors": counts["pending_vectors"],
+            "synced_now": report.scanned if report else 0,
+            "embedder": self.embedder.model_id if self.embedder else None,
+        }
+        if counts["pending_vectors"] and self.embedder is not None:
+            response.warnings.append(
+                f"{counts['pending_vectors']} chunks are not embedded yet (keyword search "
+                "covers them): run `memdir index` to finish"
+            )
+        return response
+
+    def get(
+        self, path: str, *, from_line: int | None = None, lines: int | None = None
+    ) -> GetResult:
+        """``memory_get``: the text of a memory file, or a line range of it (SPEC §6).
+
+        Raises:
+            PathNotAllowed: the path is outside the memory files, or hidden in shared scope.
+            QueryError: ``from_line`` or ``lines`` is below 1.
+        """
+        if from_line is not None and from_line < 1:
+            raise QueryError("from must be 1 or more")
+        if lines is not None and lines < 1:
+            raise QueryError("lines must be 1 or more")
+        target = self.workspace.resolve_memory_path(path)
+        shown = self.workspace.display_path(target)
+        if self.scope == "shared" and shown in PRIVATE_FILES:
+            raise PathNotAllowed(f"{path}: not available in a shared session")
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            return GetResult(shown, "", from_line or 1, 0, 0, exists=False)
+        except IsADirectoryError:
+            raise PathNotAllowed(f"{path}: is a folder, not a file") from None
+        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+        all_lines = text.split("\n")
+        if text.endswith("\n"):
+            all_lines.pop()
+        start = (from_line or 1) - 1
+        end = len(all_lines) if lines is None else start + lines
+        selected = all_lines[start:end]
+        body = "\n".join(selected)
+        if from_line is None and lines is None:
+            body = text
+        return GetResult(shown, body, start + 1, len(selected), len(all_lines), exists=True)
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+        """Index what changed (everything with ``force``), then embed pending chunks."""
+        return self.index.sync(force=force, progress=progress)
+
+    def status(self) -> dict[str, Any]:
+        """What is indexed, with which model and backend, what is dirty, and any warnings."""
+        store = self.index.store()
+        counts = self.index.read(lambda s: s.counts())
+        dirty = scan_dirty(store, self.workspace)
+        embedder = self.embedder
+        return {
+            "workspace": str(self.workspace.root),
+            "index_path": str(self.index.path),
+            "scope": self.scope,
+            "mode": "hybrid" if embedder is not None else "keyword-only",
+            "embedding": {
+                "provider": embedder.provider if embedder else "none",
+                "model": embedder.model_id if embedder else None,
+                "dims": embedder.dims if embedder else None,
+                "note": getattr(embedder, "note", None),
+            },
+            "vector_backend": self.config.index.vector_backend,
+            "identity_current": self.index.identity_matches(),
+            **counts,
+            "dirty_files": len(dirty.changed),
+            "deleted_files": len(dirty.deleted),
+            "file_warnings": self.index.read(lambda s: s.file_warnings()),
+            "notes": [*self.notes, *self.index.notes],
+        }

@@ -1,0 +1,372 @@
+"""Hybrid search (SPEC §5): each stage a small named function, composed by :func:`run_search`.
+
+1. vector leg: cosine similarity → candidates
+2. keyword leg: FTS5 BM25 over quoted, OR-ed query terms → :func:`bm25_to_score`
+3. :func:`merge_hybrid`: ``w_v·vector + w_t·text`` per chunk (missing side = 0)
+4. :func:`apply_temporal_decay`: daily logs decay with a half-life; other files are evergreen
+5. :func:`mmr_rerank`: diversity with Jaccard over word tokens (CJK unigrams + bigrams)
+6. :func:`apply_min_score`: keep ≥ min_score, else rescue the keyword hits
+
+Without an embedder (or when the query embedding fails) :func:`keyword_only_scores` ranks the
+keyword candidates by term coverage, BM25, density and path match, and returns the best even
+below ``min_score``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from memdir.config import SearchConfig
+from memdir.embeddings.base import Embedder
+from memdir.errors import ProviderError
+from memdir.index.manager import IndexManager
+from memdir.index.store import ChunkRow
+from memdir.text import index_tokens, jaccard, query_terms, similarity_tokens
+from memdir.workspace import is_daily_log
+
+#: Keyword-hit rescue threshold when nothing passes min_score (SPEC §5 step 6).
+RESCUE_MIN_SCORE = 0.3
+
+
+@dataclass
+class SearchResult:
+    """One hit: where it is, how well it matched, and what to read."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str
+    citation: str
+    explain: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 6),
+            "snippet": self.snippet,
+            "source": self.source,
+            "citation": self.citation,
+        }
+        if explain:
+            data["explain"] = self.explain
+        return data
+
+
+@dataclass
+class SearchResponse:
+    """Results plus how they were found."""
+
+    query: str
+    results: list[SearchResult]
+    mode: str  # "hybrid", "keyword" or "empty"
+    legs: list[str]
+    terms: list[str]
+    warnings: list[str] = field(default_factory=list)
+    index: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "legs": self.legs,
+            "terms": self.terms,
+            "results": [r.to_dict(explain=explain) for r in self.results],
+            "warnings": self.warnings,
+            "index": self.index,
+        }
+
+
+@dataclass
+class Candidate:
+    """A chunk on its way through the pipeline."""
+
+    chunk: ChunkRow
+    vector: float = 0.0
+    text: float = 0.0
+    score: float = 0.0
+    decay: float = 1.0
+    age_days: float | None = None
+    keyword_hit: bool = False
+    mmr_rank: int | None = None
+
+
+# -- stages ------------------------------------------------------------------------------
+
+
+def build_match_query(terms: Sequence[str]) -> str | None:
+    """An FTS5 MATCH expression: every term quoted (``"`` doubled), joined with OR.
+
+    Never passes raw user text to MATCH, so ``"``, ``*``, ``NEAR(``, ``AND`` and ``-`` are
+    ordinary characters. Returns None when there is nothing to search.
+    """
+    quoted = ['"' + t.replace('"', '""') + '"' for t in terms if t.strip()]
+    return " OR ".join(quoted) if quoted else None
+
+
+def bm25_to_score(rank: float) -> float:
+    """Map an FTS5 bm25 rank (negative, lower is better) to [0, 1): ``-r / (1 - r)``."""
+    if not math.isfinite(rank) or rank >= 0:
+        return 0.0
+    return -rank / (1.0 - rank)
+
+
+def merge_hybrid(candidates: Sequence[Candidate], vector_weight: float, text_weight: float) -> None:
+    """Set ``score = w_v·vector + w_t·text`` on every candidate."""
+    for cand in candidates:
+        cand.score = vector_weight * cand.vector + text_weight * cand.text
+
+
+def file_date(path: str) -> date | None:
+    """The date of a daily log ``memory/YYYY-MM-DD.md``; None for evergreen files."""
+    day = is_daily_log(path)
+    return date.fromisoformat(day) if day else None
+
+
+def decay_factor(age_days: float, half_life_days: float) -> float:
+    """``exp(-ln2 · age / half_life)``; no decay for a non-positive half-life or age."""
+    if half_life_days <= 0 or age_days <= 0:
+        return 1.0
+    return math.exp(-math.log(2) * age_days / half_life_days)
+
+
+def apply_temporal_decay(
+    candidates: Sequence[Candidate],
+    *,
+    now: datetime,
+    half_life_days: float,
+    extra_mtimes: dict[str, float] | None = None,
+) -> None:
+    """Scale daily-log scores (and extra paths', by mtime) by their age; others are evergreen."""
+    today = now.date()
+    for cand in candidates:
+        day = file_date(cand.chunk.path)
+        age: float | None = None
+        if day is not None:
+            age = float((today - day).days)
+        elif cand.chunk.source == "extra" and extra_mtimes and cand.chunk.path in extra_mtimes:
+            age = (now.timestamp() - extra_mtimes[cand.chunk.path]) / 86400.0
+        if age is None:
+            continue
+        cand.age_days = age
+        cand.decay = decay_factor(age, half_life_days)
+        cand.score *= cand.decay
+
+
+def mmr_rerank(candidates: Sequence[Candidate], *, lam: float, k: int) -> list[Candidate]:
+    """Maximal marginal relevance: pick ``k`` by ``λ·relevance − (1−λ)·max similarity``.
+
+    Relevance is the score min–max normalised over the candidates; similarity is Jaccard over
+    :func:`memdir.text.similarity_tokens`.
+    """
+    if not candidates:
+        return []
+    scores = [c.score for c in candidates]
+    lo, hi = min(scores), max(scores)
+    span = hi - lo
+    relevance = [((s - lo) / span) if span > 0 else 1.0 for s in scores]
+    tokens = [similarity_tokens(c.chunk.text) for c in candidates]
+    remaining = list(range(len(candidates)))
+    chosen: list[int] = []
+    while remaining and len(chosen) < k:
+        best, best_value = remaining[0], -math.inf
+        for i in remaining:
+            redundancy = max((jaccard(tokens[i], tokens[j]) for j in chosen), default=0.0)
+            value = lam * relevance[i] - (1 - lam) * redundancy
+            if value > best_value:
+                best, best_value = i, value
+        chosen.append(best)
+        remaining.remove(best)
+    out = [candidates[i] for i in chosen]
+    for rank, cand in enumerate(out, start=1):
+        cand.mmr_rank = rank
+    return out
+
+
+def apply_min_score(
+    ranked: Sequence[Candidate], *, min_score: float
+) -> tuple[list[Candidate], bool]:
+    """Keep candidates with ``score ≥ min_score``; if none pass, rescue keyword hits whose text
+    score is ≥ ``min(min_score, 0.3)``. Returns the kept list and whether the rescue ran."""
+    kept = [c for c in ranked if c.score >= min_score]
+    if kept:
+        return kept, False
+    floor = min(min_score, RESCUE_MIN_SCORE)
+    return [c for c in ranked if c.keyword_hit and c.text >= floor], True
+
+
+def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -> None:
+    """Score keyword candidates without vectors (OpenClaw's fallback, reweighted by us).
+
+    ``score = 0.45·coverage + 0.35·bm25 (normalised to the best) + 0.1·density + 0.1·path``
+    where coverage is the share of query terms in the chunk, density the share of the chunk's
+    tokens that are query terms (×5, capped at 1), and path whether a term is in the file path.
+    """
+    if not candidates:
+        return
+    wanted = set(terms)
+    best_text = max(c.text for c in candidates) or 1.0
+    for cand in candidates:
+        tokens = index_tokens(cand.chunk.text)
+        present = wanted.intersection(tokens)
+        coverage = len(present) / len(wanted) if wanted else 0.0
+        hits = sum(1 for t in tokens if t in wanted)
+        density = min(1.0, 5.0 * hits / len(tokens)) if tokens else 0.0
+        path_tokens = set(index_tokens(cand.chunk.path))
+        path_match = 1.0 if wanted & path_tokens else 0.0
+        cand.score = (
+            0.45 * coverage + 0.35 * (cand.text / best_text) + 0.1 * density + 0.1 * path_match
+        )
+
+
+def make_snippet(text: str, terms: Sequence[str], limit: int) -> str:
+    """Up to ``limit`` chars of ``text``: the whole chunk if it fits, else the window of lines
+    with the most query-term hits."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    wanted = set(terms)
+    weights = [len(wanted.intersection(index_tokens(line))) for line in lines]
+    best_start, best_weight = 0, -1
+    for start in range(len(lines)):
+        size, weight = 0, 0
+        for i in range(start, len(lines)):
+            size += len(lines[i]) + 1
+            if size > limit and i > start:
+                break
+            weight += weights[i]
+        if weight > best_weight:
+            best_start, best_weight = start, weight
+    return "\n".join(lines[best_start:])[:limit]
+
+
+# -- composition --------------------------------------------------------------------------
+
+
+def run_search(
+    manager: IndexManager,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    config: SearchConfig,
+    now: datetime,
+    max_results: int | None = None,
+    min_score: float | None = None,
+    exclude_paths: frozenset[str] = frozenset(),
+) -> SearchResponse:
+    """Run the whole pipeline on an up-to-date index (the caller refreshes it first)."""
+    k = max(1, max_results or config.max_results)
+    threshold = config.min_score if min_score is None else min_score
+    n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
+    terms = query_terms(query)
+    warnings: list[str] = []
+    legs: list[str] = []
+    candidates: dict[int, Candidate] = {}
+
+    query_vector = None
+    if embedder is not None and query.strip():
+        try:
+            query_vector = embedder.embed_query(query)
+        except ProviderError as exc:
+            warnings.append(f"query embedding failed, keyword search only: {exc}")
+    # Over-fetch when some paths are hidden from this caller (shared scope).
+    fetch = n_candidates + (50 if exclude_paths else 0)
+    if query_vector is not None:
+        legs.append("vector")
+        for seq, sim in manager.vector_search(query_vector, fetch):
+            candidates.setdefault(seq, Candidate(_placeholder(seq))).vector = max(0.0, sim)
+    match = build_match_query(terms)
+    if match is not None:
+        legs.append("keyword")
+        hits = manager.read(lambda store: store.keyword_search(match, fetch))
+        for seq, rank in hits:
+            cand = candidates.setdefault(seq, Candidate(_placeholder(seq)))
+            cand.text = bm25_to_score(rank)
+            cand.keyword_hit = True
+    rows = manager.read(lambda store: store.chunks_by_seq(list(candidates)))
+    pool = []
+    for seq, cand in candidates.items():
+        row = rows.get(seq)
+        if row is None or row.path in exclude_paths:
+            continue
+        cand.chunk = row
+        pool.append(cand)
+
+    mode = "hybrid" if query_vector is not None else ("keyword" if match else "empty")
+    if mode == "keyword":
+        keyword_only_scores(pool, terms)
+    else:
+        merge_hybrid(pool, config.vector_weight, config.text_weight)
+    if config.decay:
+        extra_mtimes = (
+            manager.read(lambda store: store.file_mtimes(source="extra"))
+            if any(c.chunk.source == "extra" for c in pool)
+            else None
+        )
+        apply_temporal_decay(
+            pool, now=now, half_life_days=config.half_life_days, extra_mtimes=extra_mtimes
+        )
+    pool.sort(key=lambda c: (-c.score, c.chunk.path, c.chunk.start_line))
+    pool = pool[:n_candidates]
+    ranked = mmr_rerank(pool, lam=config.mmr_lambda, k=len(pool)) if config.mmr else pool
+    if mode == "hybrid":
+        kept, rescued = apply_min_score(ranked, min_score=threshold)
+        if rescued and kept:
+            warnings.append("no result passed min_score; showing keyword matches")
+    else:
+        kept = ranked  # keyword-only mode returns its best even below min_score
+    results = [_to_result(c, terms, config.snippet_chars) for c in kept[:k]]
+    if match is None and not query.strip():
+        warnings.append("empty query")
+    elif match is None:
+        warnings.append("the query has only stopwords; nothing to match")
+    return SearchResponse(query, results, mode, legs, terms, warnings)
+
+
+def _placeholder(seq: int) -> ChunkRow:
+    return ChunkRow(seq, "", "", "", 0, 0, "")
+
+
+def _to_result(cand: Candidate, terms: Sequence[str], snippet_chars: int) -> SearchResult:
+    chunk = cand.chunk
+    return SearchResult(
+        path=chunk.path,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        score=cand.score,
+        snippet=make_snippet(chunk.text, terms, snippet_chars),
+        source=chunk.source,
+        citation=f"{chunk.path}#L{chunk.start_line}-L{chunk.end_line}",
+        explain={
+            "vector": round(cand.vector, 6),
+            "text": round(cand.text, 6),
+            "decay": round(cand.decay, 6),
+            "age_days": cand.age_days,
+            "mmr_rank": cand.mmr_rank,
+        },
+    )
+
+
+__all__ = [
+    "Candidate",
+    "SearchResponse",
+    "SearchResult",
+    "apply_min_score",
+    "apply_temporal_decay",
+    "bm25_to_score",
+    "build_match_query",
+    "decay_factor",
+    "file_date",
+    "keyword_only_scores",
+    "make_snippet",
+    "merge_hybrid",
+    "mmr_rerank",
+    "run_search",
+]

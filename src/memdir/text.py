@@ -1,0 +1,409 @@
+"""Tokenising, shared by the keyword index, MMR and deduplication.
+
+- Latin scripts: lower-cased runs of letters and digits (``redis``, ``6379``, ``v2``).
+- Chinese: dictionary segmentation with jieba. Indexed text uses jieba's search mode, which
+  emits a long word *and* the words inside it (分布式 → 分布, 布式, 分布式), so a query for a
+  shorter word still matches; queries use the precise mode.
+- Stopwords (English and Chinese) are dropped from queries, never from the stored text.
+- :func:`estimate_tokens` is the CJK-aware count of SPEC §3: 4 chars per token, a CJK char
+  counts as one token.
+
+Bump :data:`TOKENIZER_VERSION` whenever indexed tokens change: it is part of the index identity,
+so a change triggers a full reindex.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+TOKENIZER_VERSION = "1"
+
+# CJK Unified Ideographs (+ Ext A, compatibility), kana, hangul: one token per character.
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
+# For token estimates, CJK punctuation (，。：) and full-width forms count as one token each too.
+_CJK_TOKEN_RE = re.compile(f"[{_CJK_CLASS}\u3000-\u303f\uff00-\uffef]")
+_SEGMENT_RE = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_]+(?:[._'][^\\W_]+)*)", re.UNICODE)
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+
+ENGLISH_STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren't",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "don",
+        "didn",
+        "doesn",
+        "isn",
+        "wasn",
+        "weren",
+        "won",
+        "wouldn",
+        "shouldn",
+        "couldn",
+        "ll",
+        "re",
+        "ve",
+        "d",
+        "m",
+        "o",
+        "y",
+    ]
+)
+
+CHINESE_STOPWORDS = frozenset(
+    [
+        "的",
+        "了",
+        "在",
+        "是",
+        "我",
+        "有",
+        "和",
+        "就",
+        "不",
+        "人",
+        "都",
+        "一",
+        "一个",
+        "上",
+        "也",
+        "很",
+        "到",
+        "说",
+        "要",
+        "去",
+        "你",
+        "会",
+        "着",
+        "没有",
+        "看",
+        "好",
+        "自己",
+        "这",
+        "那",
+        "他",
+        "她",
+        "它",
+        "们",
+        "我们",
+        "你们",
+        "他们",
+        "她们",
+        "它们",
+        "这个",
+        "那个",
+        "这些",
+        "那些",
+        "什么",
+        "怎么",
+        "怎样",
+        "如何",
+        "为什么",
+        "哪",
+        "哪里",
+        "哪个",
+        "吗",
+        "呢",
+        "吧",
+        "啊",
+        "呀",
+        "哦",
+        "嗯",
+        "之",
+        "与",
+        "及",
+        "或",
+        "而",
+        "并",
+        "但",
+        "但是",
+        "因为",
+        "所以",
+        "如果",
+        "虽然",
+        "然后",
+        "以及",
+        "还是",
+        "还",
+        "又",
+        "再",
+        "被",
+        "把",
+        "让",
+        "给",
+        "对",
+        "对于",
+        "从",
+        "向",
+        "于",
+        "以",
+        "由",
+        "为",
+        "为了",
+        "等",
+        "等等",
+        "个",
+        "些",
+        "之后",
+        "之前",
+        "时候",
+        "可以",
+        "能",
+        "能够",
+        "已经",
+        "曾经",
+        "过",
+        "吗",
+        "么",
+        "所",
+        "其",
+        "此",
+        "该",
+        "每",
+        "各",
+        "请",
+        "问",
+        "呃",
+        "地",
+        "得",
+        "啥",
+        "多少",
+        "几",
+        "哪些",
+        "谁",
+    ]
+)
+
+STOPWORDS = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
+
+_jieba_lock = threading.Lock()
+_jieba: Any = None
+
+
+def _segmenter() -> Any:
+    """Load jieba once, quietly (it logs its dictionary build to stderr by default)."""
+    global _jieba
+    if _jieba is None:
+        with _jieba_lock:
+            if _jieba is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()
+                _jieba = jieba
+    return _jieba
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` contains at least one CJK character."""
+    return _CJK_RE.search(text) is not None
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate tokens: one per CJK character, one per 4 other characters (rounded up)."""
+    cjk = len(_CJK_TOKEN_RE.findall(text))
+    other = len(text) - cjk
+    return cjk + math.ceil(other / 4)
+
+
+def _words(text: str, *, search_mode: bool) -> list[str]:
+    out: list[str] = []
+    for match in _SEGMENT_RE.finditer(text):
+        cjk, word = match.groups()
+        if word:
+            out.append(word.lower())
+            continue
+        assert cjk is not None
+        out.extend(p for p in _cut(cjk, search_mode) if p.strip())
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _cut(run: str, search_mode: bool) -> tuple[str, ...]:
+    jieba = _segmenter()
+    if search_mode:
+        return tuple(jieba.lcut_for_search(run, HMM=True))
+    return tuple(jieba.lcut(run, HMM=True))
+
+
+def index_tokens(text: str) -> list[str]:
+    """Tokens to store in the keyword index for ``text`` (search-mode segmentation, no stopword
+    removal, lower-cased). Latin words with inner dots keep the whole word and its parts."""
+    tokens: list[str] = []
+    for token in _words(text, search_mode=True):
+        tokens.append(token)
+        if not has_cjk(token) and len(token) > 1 and any(c in token for c in "._'"):
+            tokens.extend(_WORD_RE.findall(token))
+    return tokens
+
+
+def index_text(text: str) -> str:
+    """The space-joined :func:`index_tokens`, as stored in the FTS5 column."""
+    return " ".join(index_tokens(text))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct search terms of ``query`` in order: precise segmentation, stopwords dropped."""
+    seen: dict[str, None] = {}
+    for token in _words(query, search_mode=False):
+        if token in STOPWORDS:
+            continue
+        seen.setdefault(token, None)
+    return list(seen)
+
+
+def similarity_tokens(text: str) -> frozenset[str]:
+    """Token set for Jaccard similarity (MMR, dedup): words, plus CJK unigrams and bigrams."""
+    out: set[str] = set()
+    for match in _SEGMENT_RE.finditer(text):
+        cjk, word = match.groups()
+        if word:
+            lowered = word.lower()
+            if lowered not in ENGLISH_STOPWORDS:
+                out.add(lowered)
+        elif cjk:
+            out.update(ch for ch in cjk if ch not in CHINESE_STOPWORDS)
+            out.update(cjk[i : i + 2] for i in range(len(cjk) - 1))
+    return frozenset(out)
+
+
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    """Jaccard similarity of two token collections (0 when both are empty)."""
+    sa, sb = set(a), set(b)
+    if not sa and not sb:
+        return 0.0
+    return len(sa & sb) / len(sa | sb)

@@ -1,0 +1,124 @@
+"""The CLI through click's CliRunner: success paths, JSON shapes, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memdir.cli import cli
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def ws(tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # The CLI builds its embedder from config: use the fake one via the user config file.
+    home = Path(__import__("os").environ["MEMDIR_HOME"])
+    (home / "config.toml").write_text('[embedding]\nprovider = "fake"\n', encoding="utf-8")
+    root = tmp_path / "cli-ws"
+    result = runner.invoke(cli, ["init", str(root), "--sample"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    monkeypatch.setenv("MEMDIR_WORKSPACE", str(root))
+    return root
+
+
+def test_init_creates_workspace(runner: CliRunner, tmp_path: Path) -> None:
+    root = tmp_path / "zh-ws"
+    result = runner.invoke(cli, ["init", str(root), "--lang", "zh"], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert "## 用户偏好" in (root / "MEMORY.md").read_text(encoding="utf-8")
+    again = runner.invoke(cli, ["init", str(root)], catch_exceptions=False)
+    assert "nothing changed" in again.output
+
+
+def test_index_then_search_json(runner: CliRunner, ws: Path) -> None:
+    result = runner.invoke(cli, ["index"], catch_exceptions=False)
+    assert result.exit_code == 0 and "indexed" in result.output
+    result = runner.invoke(
+        cli, ["search", "Redis 分布式锁", "--json", "-n", "3"], catch_exceptions=False
+    )
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert set(data) >= {"results", "mode", "legs", "warnings", "index"}
+    assert 1 <= len(data["results"]) <= 3
+    first = data["results"][0]
+    assert set(first) == {
+        "path",
+        "start_line",
+        "end_line",
+        "score",
+        "snippet",
+        "source",
+        "citation",
+    }
+    assert first["path"] == "memory/2026-11-28.md"
+
+
+def test_search_explain_text_output(runner: CliRunner, ws: Path) -> None:
+    result = runner.invoke(cli, ["search", "helm rollout", "--explain"], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert "skills/deploy/SKILL.md#L" in result.output
+    assert "vector" in result.output and "mmr_rank" in result.output
+    data = json.loads(runner.invoke(cli, ["search", "helm rollout", "--json", "--explain"]).output)
+    assert "explain" in data["results"][0]
+
+
+def test_status_json_and_table(runner: CliRunner, ws: Path) -> None:
+    runner.invoke(cli, ["index"], catch_exceptions=False)
+    data = json.loads(runner.invoke(cli, ["status", "--json"], catch_exceptions=False).output)
+    assert data["embedding"]["provider"] == "fake"
+    assert data["files"] >= 4 and data["dirty_files"] == 0
+    table = runner.invoke(cli, ["status"], catch_exceptions=False).output
+    assert "vector backend" in table and "numpy" in table
+
+
+def test_get_range_and_json(runner: CliRunner, ws: Path) -> None:
+    result = runner.invoke(
+        cli, ["get", "memory/2026-11-28.md", "--from", "1", "--lines", "1"], catch_exceptions=False
+    )
+    assert result.output.strip() == "# 2026-11-28"
+    data = json.loads(runner.invoke(cli, ["get", "MEMORY.md", "--json"]).output)
+    assert data["path"] == "MEMORY.md" and "## Decisions" in data["text"]
+
+
+def test_get_refused_path_is_one_line_exit_1(runner: CliRunner, ws: Path) -> None:
+    result = runner.invoke(cli, ["get", "../secret.md"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and "memdir: error:" in result.output
+
+
+def test_missing_workspace_exit_1(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["-w", str(tmp_path / "none"), "status"])
+    assert result.exit_code == 1
+    assert "memdir init" in result.output
+
+
+def test_usage_errors_exit_2(runner: CliRunner, ws: Path) -> None:
+    assert runner.invoke(cli, ["search"]).exit_code == 2
+    assert runner.invoke(cli, ["search", "x", "-n", "0"]).exit_code == 2
+    assert runner.invoke(cli, ["get", "MEMORY.md", "--from", "0"]).exit_code == 2
+    assert runner.invoke(cli, ["nonsense"]).exit_code == 2
+
+
+def test_bad_config_is_one_clear_line(runner: CliRunner, ws: Path) -> None:
+    (ws / ".memdir" / "config.toml").write_text('[embedding]\nbase_url = "http://evil"\n')
+    result = runner.invoke(cli, ["status"])
+    assert result.exit_code == 1
+    assert "may not set embedding.base_url" in result.output
+
+
+def test_every_command_has_help_and_a_docs_entry(runner: CliRunner) -> None:
+    docs = DOCS.read_text(encoding="utf-8")
+    for name, command in cli.commands.items():
+        assert command.help, f"{name} has no help text"
+        assert runner.invoke(cli, [name, "--help"]).exit_code == 0
+        assert re.search(rf"^## `memdir {name}", docs, re.M), f"docs/cli.md lacks {name}"

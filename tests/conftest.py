@@ -1,0 +1,56 @@
+"""Shared fixtures: an isolated MEMDIR_HOME, a temp workspace, the fake embedder, a clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memdir import FakeEmbedder, Memory, init_workspace
+
+_SECRET_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "OLLAMA_HOST",
+    "MEMDIR_EMBEDDING_BASE_URL",
+    "MEMDIR_LLM_API_KEY",
+    "MEMDIR_LLM_BASE_URL",
+    "MEMDIR_WORKSPACE",
+    "MEMDIR_NOW",
+    "MEMDIR_DEBUG",
+    "MEMDIR_INDEX_URL",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point MEMDIR_HOME at a temp folder and remove API keys from the environment."""
+    home = tmp_path / "memdir-home"
+    home.mkdir()
+    monkeypatch.setenv("MEMDIR_HOME", str(home))
+    for var in _SECRET_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A fresh English workspace made by ``init_workspace``."""
+    root, _ = init_workspace(tmp_path / "ws", "en")
+    return root
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def memory(workspace: Path, fake_embedder: FakeEmbedder) -> Iterator[Memory]:
+    """A Memory over ``workspace`` with the fake embedder."""
+    with Memory(workspace, embedder=fake_embedder) as mem:
+        yield mem

@@ -1,0 +1,208 @@
+"""Incremental sync: skip by (mtime, size), hash, re-chunk, prune, embedding cache, bad files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memdir import FakeEmbedder, Memory
+from memdir.config import ChunkingConfig
+from memdir.index.manager import IndexManager
+from memdir.index.sync import chunk_id, decode_markdown, scan_dirty, sync_files
+from memdir.workspace import Workspace
+from tests.helpers import write
+
+
+def _manager(root: Path, embedder: FakeEmbedder | None = None) -> IndexManager:
+    return IndexManager(Workspace(root), embedder=embedder, chunking=ChunkingConfig())
+
+
+def test_first_sync_indexes_memory_files_only(workspace: Path) -> None:
+    write(workspace, "memory/2026-11-01.md", "# day\n- redis port 6380\n")
+    write(workspace, "skills/deploy/SKILL.md", "# deploy\nhelm upgrade\n")
+    write(workspace, "USER.md", "# me\nsecret-ish user profile\n")
+    write(workspace, "notes.txt", "not markdown")
+    mgr = _manager(workspace, FakeEmbedder())
+    report = mgr.sync()
+    paths = set(mgr.store().file_rows())
+    assert paths == {"MEMORY.md", "memory/2026-11-01.md", "skills/deploy/SKILL.md"}
+    assert report.added == 3
+    assert report.embedded == mgr.store().counts()["chunks"]
+    assert mgr.store().counts()["pending_vectors"] == 0
+
+
+def test_unchanged_files_are_skipped_without_reading(workspace: Path) -> None:
+    path = write(workspace, "memory/a.md", "alpha beta\n")
+    mgr = _manager(workspace)
+    mgr.sync()
+    # Make the file unreadable: a sync that tried to read it would record a warning.
+    os.chmod(path, 0)
+    try:
+        assert not scan_dirty(mgr.store(), mgr.workspace)
+        report = mgr.sync()
+    finally:
+        os.chmod(path, 0o644)
+    assert report.scanned == 0 and not report.warnings
+
+
+def test_touched_but_identical_file_is_not_rechunked(workspace: Path) -> None:
+    path = write(workspace, "memory/a.md", "alpha beta\n")
+    emb = FakeEmbedder()
+    mgr = _manager(workspace, emb)
+    mgr.sync()
+    calls = len(emb.calls)
+    os.utime(path, ns=(1, 1))
+    report = mgr.sync()
+    assert report.unchanged == 1 and report.updated == 0
+    assert len(emb.calls) == calls
+    assert not scan_dirty(mgr.store(), mgr.workspace)
+
+
+def test_edit_reembeds_only_changed_chunks(workspace: Path) -> None:
+    lines = [f"- note {i}: " + "word " * 60 for i in range(40)]
+    path = write(workspace, "memory/big.md", "\n".join(lines) + "\n")
+    emb = FakeEmbedder()
+    mgr = _manager(workspace, emb)
+    first = mgr.sync()
+    assert first.embedded > 5
+    lines[-1] = "- changed last line about kafka"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    second = mgr.sync()
+    assert second.updated == 1
+    assert second.embedded <= 2  # the edited chunk (and at most one overlapping neighbour)
+    assert second.cache_hits >= first.embedded - 2
+
+
+def test_deleted_file_is_pruned(workspace: Path) -> None:
+    path = write(workspace, "memory/gone.md", "ephemeral words\n")
+    mgr = _manager(workspace)
+    mgr.sync()
+    path.unlink()
+    report = mgr.sync()
+    assert report.removed == 1
+    assert "memory/gone.md" not in mgr.store().file_rows()
+    assert mgr.store().keyword_search('"ephemeral"', 5) == []
+
+
+def test_embedding_cache_survives_a_rebuild(workspace: Path) -> None:
+    write(workspace, "memory/a.md", "cached text about sqlite\n")
+    emb = FakeEmbedder()
+    mgr = _manager(workspace, emb)
+    mgr.sync()
+    before = sum(emb.calls)
+    report = mgr.sync(force=True)
+    assert sum(emb.calls) == before  # every vector came from the cache
+    assert report.cache_hits >= 1
+
+
+def test_invalid_utf8_is_indexed_with_replacement_and_warning(workspace: Path) -> None:
+    (workspace / "memory" / "bad.md").write_bytes(b"good words \xff\xfe broken\n")
+    mgr = _manager(workspace)
+    report = mgr.sync()
+    assert any("invalid UTF-8" in w for w in report.warnings)
+    assert "memory/bad.md" in mgr.store().file_warnings()
+    assert mgr.store().keyword_search('"broken"', 5)
+
+
+def test_binary_file_is_skipped_with_warning(workspace: Path) -> None:
+    (workspace / "memory" / "blob.md").write_bytes(b"\x00\x01\x02binaryword\x00" * 100)
+    mgr = _manager(workspace)
+    mgr.sync()
+    assert "binary" in mgr.store().file_warnings()["memory/blob.md"]
+    assert mgr.store().keyword_search('"binaryword"', 5) == []
+    # Not re-read on every sync.
+    assert not scan_dirty(mgr.store(), mgr.workspace)
+
+
+def test_empty_file_has_no_chunks(workspace: Path) -> None:
+    write(workspace, "memory/empty.md", "")
+    write(workspace, "memory/blank.md", "\n\n   \n")
+    mgr = _manager(workspace)
+    mgr.sync()
+    rows = mgr.store().file_rows()
+    assert {"memory/empty.md", "memory/blank.md"} <= set(rows)
+    paths = {r.path for r in mgr.store().chunks_by_seq(list(range(1, 100))).values()}
+    assert "memory/empty.md" not in paths and "memory/blank.md" not in paths
+
+
+def test_huge_single_line_file_is_keyword_only(workspace: Path) -> None:
+    line = "needle " + " ".join(f"w{i}" for i in range(1_200_000))  # ~10 MB, one line
+    assert len(line) > 9_000_000
+    (workspace / "memory" / "huge.md").write_text(line, encoding="utf-8")
+    emb = FakeEmbedder()
+    mgr = _manager(workspace, emb)
+    report = mgr.sync()
+    assert any("too large to embed" in w for w in report.warnings)
+    assert mgr.store().counts()["chunks"] > 1000
+    assert mgr.store().counts()["pending_vectors"] == 0  # never queued for embedding
+    assert mgr.store().keyword_search('"needle"', 5)
+
+
+def test_file_deleted_between_scan_and_read_is_pruned(workspace: Path) -> None:
+    path = write(workspace, "memory/vanishing.md", "now you see me\n")
+    mgr = _manager(workspace)
+    mgr.sync()
+    path.write_text("changed text\n", encoding="utf-8")
+    dirty = scan_dirty(mgr.store(), mgr.workspace)
+    path.unlink()
+    report = sync_files(
+        mgr.store(), mgr.workspace, chunking=ChunkingConfig(), embedder=None, dirty=dirty
+    )
+    assert report.removed == 1
+    assert "memory/vanishing.md" not in mgr.store().file_rows()
+
+
+def test_symlink_out_of_workspace_is_not_followed(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(outside, "secret.md", "outside secret token\n")
+    os.symlink(outside / "secret.md", workspace / "memory" / "link.md")
+    os.symlink(outside, workspace / "memory" / "linkdir")
+    mgr = _manager(workspace)
+    mgr.sync()
+    assert not any("link" in p for p in mgr.store().file_rows())
+    assert mgr.store().keyword_search('"secret"', 5) == []
+
+
+def test_provider_failure_leaves_chunks_pending_then_recovers(workspace: Path) -> None:
+    write(workspace, "memory/a.md", "pending words here\n")
+    broken = FakeEmbedder(fail_with="provider timed out")
+    mgr = _manager(workspace, broken)
+    report = mgr.sync()
+    assert any("provider timed out" in w for w in report.warnings)
+    counts = mgr.store().counts()
+    assert counts["pending_vectors"] == counts["chunks"] == 2  # MEMORY.md + a.md
+    assert mgr.store().keyword_search('"pending"', 5)  # still findable by keyword
+    mgr.close()
+    healthy = _manager(workspace, FakeEmbedder())
+    assert healthy.sync().embedded == 2
+    assert healthy.store().counts()["pending_vectors"] == 0
+
+
+def test_chunk_id_depends_on_every_part() -> None:
+    base = chunk_id("memory", "a.md", 1, 2, "h", "m")
+    assert (
+        len(
+            {
+                base,
+                chunk_id("extra", "a.md", 1, 2, "h", "m"),
+                chunk_id("memory", "b.md", 1, 2, "h", "m"),
+                chunk_id("memory", "a.md", 2, 2, "h", "m"),
+                chunk_id("memory", "a.md", 1, 3, "h", "m"),
+                chunk_id("memory", "a.md", 1, 2, "g", "m"),
+                chunk_id("memory", "a.md", 1, 2, "h", "n"),
+            }
+        )
+        == 7
+    )
+
+
+def test_decode_markdown_strips_bom() -> None:
+    text, warning = decode_markdown("\ufeff# title\n".encode(), "x.md")
+    assert text == "# title\n" and warning is None
+
+
+def test_memory_sync_reports_changes(memory: Memory, workspace: Path) -> None:
+    write(workspace, "memory/x.md", "hello\n")
+    assert memory.sync().changed
+    assert not memory.sync().changed

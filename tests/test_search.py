@@ -1,0 +1,165 @@
+"""Each search stage on its own (SPEC §5), then the pipeline through Memory."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+import pytest
+
+from memdir.index.store import ChunkRow
+from memdir.search import (
+    Candidate,
+    apply_min_score,
+    apply_temporal_decay,
+    bm25_to_score,
+    build_match_query,
+    decay_factor,
+    file_date,
+    keyword_only_scores,
+    make_snippet,
+    merge_hybrid,
+    mmr_rerank,
+)
+
+
+def cand(
+    path: str,
+    text: str,
+    *,
+    score: float = 0.0,
+    vector: float = 0.0,
+    t: float = 0.0,
+    source: str = "memory",
+    hit: bool = False,
+) -> Candidate:
+    c = Candidate(
+        ChunkRow(0, "id", path, source, 1, 1, text),
+        vector=vector,
+        text=t,
+        score=score,
+        keyword_hit=hit,
+    )
+    return c
+
+
+def test_build_match_query_quotes_every_term() -> None:
+    assert build_match_query(["redis", "分布式"]) == '"redis" OR "分布式"'
+    assert build_match_query(['a"b']) == '"a""b"'
+    assert build_match_query([]) is None
+    assert build_match_query(["  "]) is None
+
+
+@pytest.mark.parametrize("rank", [-0.001, -1.0, -5.0, -100.0])
+def test_bm25_to_score_is_in_unit_interval_and_monotonic(rank: float) -> None:
+    score = bm25_to_score(rank)
+    assert 0 < score < 1
+    assert bm25_to_score(rank * 2) > score
+    assert score == pytest.approx(-rank / (1 - rank))
+
+
+def test_bm25_to_score_edge_cases() -> None:
+    assert bm25_to_score(0.0) == 0.0
+    assert bm25_to_score(3.0) == 0.0
+    assert bm25_to_score(math.nan) == 0.0
+
+
+def test_merge_hybrid_weights_and_missing_side() -> None:
+    both, vec_only, text_only = (
+        cand("a", "x", vector=0.8, t=0.5),
+        cand("b", "y", vector=0.6),
+        cand("c", "z", t=0.9),
+    )
+    merge_hybrid([both, vec_only, text_only], 0.7, 0.3)
+    assert both.score == pytest.approx(0.7 * 0.8 + 0.3 * 0.5)
+    assert vec_only.score == pytest.approx(0.42)
+    assert text_only.score == pytest.approx(0.27)
+
+
+def test_file_date_only_for_daily_logs() -> None:
+    assert file_date("memory/2026-11-30.md") is not None
+    assert file_date("memory/2026-11-30-standup.md") is None  # session archive: evergreen
+    assert file_date("MEMORY.md") is None
+    assert file_date("memory/topic/2026-11-30.md") is None
+
+
+def test_file_date_invalid_calendar_date_is_evergreen() -> None:
+    assert file_date("memory/2026-13-40.md") is None
+
+
+def test_decay_halves_at_half_life() -> None:
+    assert decay_factor(30, 30) == pytest.approx(0.5)
+    assert decay_factor(60, 30) == pytest.approx(0.25)
+    assert decay_factor(0, 30) == 1.0
+    assert decay_factor(10, 0) == 1.0
+
+
+def test_apply_temporal_decay_spares_evergreen_files() -> None:
+    now = datetime(2026, 11, 30, 12)
+    daily = cand("memory/2026-10-31.md", "x", score=1.0)
+    evergreen = cand("MEMORY.md", "x", score=1.0)
+    topic = cand("memory/redis.md", "x", score=1.0)
+    extra = cand("/abs/CLAUDE.md", "x", score=1.0, source="extra")
+    apply_temporal_decay(
+        [daily, evergreen, topic, extra],
+        now=now,
+        half_life_days=30,
+        extra_mtimes={"/abs/CLAUDE.md": now.timestamp() - 15 * 86400},
+    )
+    assert daily.score == pytest.approx(0.5)
+    assert daily.age_days == 30
+    assert evergreen.score == topic.score == 1.0
+    assert extra.score == pytest.approx(2**-0.5, rel=1e-3)
+
+
+def test_mmr_prefers_diverse_results() -> None:
+    a = cand("a", "redis lock port 6379 cluster", score=1.0)
+    a_dup = cand("b", "redis lock port 6379 cluster setup", score=0.95)
+    other = cand("c", "postgres migration friday rollback", score=0.9)
+    tail = cand("d", "unrelated gardening notes", score=0.1)  # sets the min for normalising
+    ranked = mmr_rerank([a, a_dup, other, tail], lam=0.7, k=3)
+    assert [c.chunk.path for c in ranked] == ["a", "c", "b"]
+    assert [c.mmr_rank for c in ranked] == [1, 2, 3]
+    # λ = 1 is pure relevance.
+    pure = mmr_rerank([a, a_dup, other, tail], lam=1.0, k=3)
+    assert [c.chunk.path for c in pure] == ["a", "b", "c"]
+
+
+def test_mmr_uses_cjk_bigrams() -> None:
+    a = cand("a", "数据库迁移计划周五开始", score=1.0)
+    dup = cand("b", "数据库迁移计划周五开始执行", score=0.99)
+    other = cand("c", "移动端首页加载太慢", score=0.9)
+    tail = cand("d", "花园", score=0.1)
+    ranked = mmr_rerank([a, dup, other, tail], lam=0.7, k=2)
+    assert [c.chunk.path for c in ranked] == ["a", "c"]
+
+
+def test_min_score_with_keyword_rescue() -> None:
+    strong = cand("a", "x", score=0.5)
+    weak = cand("b", "y", score=0.2, t=0.6, hit=True)
+    kept, rescued = apply_min_score([strong, weak], min_score=0.35)
+    assert kept == [strong] and not rescued
+    kept, rescued = apply_min_score([weak], min_score=0.35)
+    assert kept == [weak] and rescued
+    too_weak = cand("c", "z", score=0.1, t=0.2, hit=True)
+    assert apply_min_score([too_weak], min_score=0.35) == ([], True)
+
+
+def test_keyword_only_scores_reward_coverage() -> None:
+    full = cand("memory/a.md", "redis lock on port 6380", t=0.5, hit=True)
+    partial = cand("memory/b.md", "redis is fast", t=0.6, hit=True)
+    keyword_only_scores([full, partial], ["redis", "lock", "port"])
+    assert full.score > partial.score
+    in_path = cand("memory/redis.md", "cache notes", t=0.1, hit=True)
+    not_in_path = cand("memory/x.md", "cache notes", t=0.1, hit=True)
+    keyword_only_scores([in_path, not_in_path], ["redis", "cache"])
+    assert in_path.score > not_in_path.score
+
+
+def test_snippet_is_whole_chunk_when_short_and_centred_on_matches_when_long() -> None:
+    assert make_snippet("short text", ["x"], 700) == "short text"
+    lines = [f"filler line {i} " + "zzz " * 20 for i in range(40)]
+    lines[30] = "the kubernetes namespace is payments"
+    snippet = make_snippet("\n".join(lines), ["kubernetes", "payments"], 700)
+    assert len(snippet) <= 700
+    assert "kubernetes namespace" in snippet

@@ -1,0 +1,226 @@
+"""Tokenising (memdir.text): Latin words, Chinese segmentation, stopwords, token estimates."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memdir.text import (
+    STOPWORDS,
+    estimate_tokens,
+    has_cjk,
+    index_text,
+    index_tokens,
+    jaccard,
+    query_terms,
+    similarity_tokens,
+)
+
+# A small pool of Chinese characters that jieba knows as words and as parts of words.
+CJK_POOL = "缓存迁移端口分布式锁数据库配置的了吗我们使用新到和"
+
+
+# --- Latin words ---------------------------------------------------------------------------
+
+
+def test_latin_words_are_lower_cased():
+    assert index_tokens("Redis PORT 6379 Hello") == ["redis", "port", "6379", "hello"]
+    assert query_terms("Redis PORT") == ["redis", "port"]
+
+
+def test_punctuation_separates_words():
+    assert index_tokens("alpha, beta; (gamma)!") == ["alpha", "beta", "gamma"]
+
+
+def test_dotted_word_is_indexed_whole_and_in_parts():
+    tokens = index_tokens("upgrade to v1.2 now")
+
+    assert "v1.2" in tokens
+    assert "v1" in tokens
+    assert "2" in tokens
+    # A query keeps the dotted word whole, and the index has it.
+    assert "v1.2" in query_terms("v1.2")
+
+
+def test_index_text_is_space_joined_tokens():
+    assert index_text("Redis 缓存") == " ".join(index_tokens("Redis 缓存"))
+
+
+# --- Chinese -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word", ["缓存", "迁移", "端口"])
+def test_index_tokens_contain_two_character_words(word):
+    tokens = index_tokens("Redis 缓存迁移到新端口 6379")
+
+    assert word in tokens
+
+
+def test_index_tokens_use_search_mode_sub_words():
+    tokens = index_tokens("我们使用分布式锁")
+
+    assert "分布式" in tokens
+    assert "分布" in tokens
+
+
+def test_short_word_inside_a_long_one_is_indexed():
+    # SPEC §5: a two-character word inside a longer one (数据库) must be findable.
+    assert "数据" in index_tokens("数据库迁移")
+
+
+def test_query_terms_mix_latin_and_chinese():
+    terms = query_terms("Redis 分布式锁")
+
+    assert "redis" in terms
+    assert "分布式" in terms or {"分布", "布式"} <= set(terms)
+    assert all(term.strip() for term in terms)
+
+
+def test_query_terms_are_distinct_and_in_order():
+    assert query_terms("redis cache Redis CACHE port") == ["redis", "cache", "port"]
+
+
+def test_has_cjk():
+    assert has_cjk("port 端口")
+    assert not has_cjk("port 6379")
+    assert not has_cjk("")
+
+
+# --- stopwords -----------------------------------------------------------------------------
+
+
+def test_english_stopwords_dropped_from_queries_only():
+    text = "the cache of redis"
+
+    assert query_terms(text) == ["cache", "redis"]
+    assert {"the", "of"} <= set(index_tokens(text))
+
+
+@pytest.mark.parametrize("stopword", ["的", "了", "吗"])
+def test_chinese_stopwords_dropped_from_queries_only(stopword):
+    text = "端口的配置改了吗"
+
+    assert stopword not in query_terms(text)
+    assert stopword in index_tokens(text)
+    assert {"端口", "配置"} <= set(query_terms(text))
+
+
+@pytest.mark.parametrize("query", ["the of", "The OF a", "的 了 吗", "the 的 of 了", "", "   "])
+def test_query_of_only_stopwords_is_empty(query):
+    assert query_terms(query) == []
+
+
+# --- estimate_tokens -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", 0),
+        ("a", 1),
+        ("abcd", 1),
+        ("abcde", 2),
+        ("abcdefgh", 2),
+        ("中", 1),
+        ("缓存迁移", 4),
+        ("中文abcd", 3),
+        ("中文abcde", 4),
+        ("端口 6379", 2 + 2),  # two CJK + " 6379" (5 chars → 2)
+    ],
+)
+def test_estimate_tokens(text, expected):
+    assert estimate_tokens(text) == expected
+
+
+def test_estimate_tokens_counts_four_ascii_chars_per_token():
+    assert estimate_tokens("x" * 4000) == 1000
+    assert estimate_tokens("中" * 1000) == 1000
+
+
+# --- similarity tokens and Jaccard ---------------------------------------------------------
+
+
+def test_similarity_tokens_have_cjk_unigrams_and_bigrams():
+    tokens = similarity_tokens("分布式锁 Redis")
+
+    assert {"分", "布", "式", "锁"} <= tokens
+    assert {"分布", "布式", "式锁"} <= tokens
+    assert "redis" in tokens
+
+
+def test_similarity_tokens_drop_stopwords_from_words_and_unigrams():
+    tokens = similarity_tokens("the cache 的")
+
+    assert "the" not in tokens
+    assert "的" not in tokens
+    assert "cache" in tokens
+
+
+def test_jaccard_basics():
+    assert jaccard({"a", "b"}, {"a", "b"}) == 1.0
+    assert jaccard({"a"}, {"b"}) == 0.0
+    assert jaccard(set(), set()) == 0.0
+    assert jaccard(["a", "b"], ["b", "c"]) == pytest.approx(1 / 3)
+    assert jaccard({"a"}, set()) == 0.0
+
+
+def test_jaccard_of_similarity_tokens_ranks_near_texts_higher():
+    base = similarity_tokens("Redis 分布式锁的超时")
+    near = similarity_tokens("Redis 分布式锁")
+    far = similarity_tokens("周末去爬山")
+
+    assert jaccard(base, near) > jaccard(base, far)
+
+
+# --- properties ----------------------------------------------------------------------------
+
+
+def _well_formed(tokens) -> bool:
+    return all(isinstance(t, str) and t and not any(c.isspace() for c in t) for t in tokens)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_tokenisers_never_raise_and_return_clean_tokens(text):
+    assert _well_formed(index_tokens(text))
+    assert _well_formed(query_terms(text))
+    assert _well_formed(similarity_tokens(text))
+    assert estimate_tokens(text) >= 0
+
+
+latin_text = st.text(alphabet=string.ascii_letters + string.digits + " ", max_size=80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(latin_text)
+def test_latin_query_terms_are_found_in_index_tokens(text):
+    indexed = set(index_tokens(text))
+    terms = query_terms(text)
+
+    for term in terms:
+        assert term not in STOPWORDS
+        assert term in indexed
+
+
+mixed_text = st.text(alphabet=string.ascii_letters + string.digits + " .," + CJK_POOL, max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(mixed_text)
+def test_mixed_query_terms_are_found_in_index_tokens(text):
+    # Precise-mode words are a subset of search-mode words, so a text always matches itself.
+    indexed = set(index_tokens(text))
+
+    assert set(query_terms(text)) <= indexed
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=string.ascii_letters + CJK_POOL + " ", max_size=40))
+def test_estimate_tokens_is_subadditive(text):
+    # Chunking relies on this: cutting a line never makes the pieces cheaper than the whole.
+    for cut in range(len(text) + 1):
+        left, right = text[:cut], text[cut:]
+        assert estimate_tokens(text) <= estimate_tokens(left) + estimate_tokens(right)
