@@ -156,7 +156,7 @@ class Memory:
         )
         if report is not None:
             response.warnings.extend(report.warnings)
-        counts = self.index.read(lambda store: store.counts())
+        counts = self.index.counts()
         response.index = {
             "files": counts["files"],
             "chunks": counts["chunks"],
@@ -215,7 +215,7 @@ class Memory:
     def status(self) -> dict[str, Any]:
         """What is indexed, with which model and backend, what is dirty, and any warnings."""
         store = self.index.store()
-        counts = self.index.read(lambda s: s.counts())
+        counts = self.index.counts()
         dirty = scan_dirty(store, self.workspace)
         embedder = self.embedder
         return {

@@ -94,6 +94,7 @@ class IndexManager:
         self._store: IndexStore | None = None
         self._inode: int | None = None
         self._vectors: VectorSearch | None = None
+        self._counts: tuple[tuple[int | None, int], dict[str, int]] | None = None
 
     # -- opening ------------------------------------------------------------------------
 
@@ -264,6 +265,14 @@ class IndexManager:
                 self._inode = _inode(self.path)
             self.sync()
             return fn(self.store())
+
+    def counts(self) -> dict[str, int]:
+        """Row counts (see :meth:`IndexStore.counts`), computed once per index generation."""
+        store = self.store()
+        key = (self._inode, store.generation())
+        if self._counts is None or self._counts[0] != key:
+            self._counts = (key, dict(self.read(lambda s: s.counts())))
+        return dict(self._counts[1])
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return list(self.read(lambda store: self.vectors().search(store, query, k)))

@@ -326,6 +326,7 @@ class IndexStore:
     ) -> None:
         now = time.time()
         with self.write() as conn:
+            self._bump_generation()  # the cache size is part of counts()
             conn.executemany(
                 "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
                 "dims, embedding, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
