@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
 from memdir.index.manager import IndexManager
@@ -206,3 +208,28 @@ def test_memory_sync_reports_changes(memory: Memory, workspace: Path) -> None:
     write(workspace, "memory/x.md", "hello\n")
     assert memory.sync().changed
     assert not memory.sync().changed
+
+
+def test_file_changed_while_being_read_is_synced_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(workspace, "memory/racy.md", "first version\n")
+    real_read = Path.read_bytes
+
+    def read_then_edit(self: Path) -> bytes:
+        data = real_read(self)
+        if self.name == "racy.md":
+            with open(self, "a", encoding="utf-8") as fh:  # a writer appends meanwhile
+                fh.write("second version appended\n")
+        return data
+
+    mgr = _manager(workspace)
+    monkeypatch.setattr(Path, "read_bytes", read_then_edit)
+    mgr.sync()
+    monkeypatch.setattr(Path, "read_bytes", real_read)
+    # What was indexed is the first version, and the file is known to be stale.
+    assert [e.path for e in scan_dirty(mgr.store(), mgr.workspace).changed] == ["memory/racy.md"]
+    mgr.sync()
+    assert mgr.store().keyword_search('"appended"', 5)
+    assert not scan_dirty(mgr.store(), mgr.workspace)
+    assert path.read_text(encoding="utf-8").count("version") == 2
