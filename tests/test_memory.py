@@ -235,3 +235,35 @@ def test_status_reports_dirty_files(memory: Memory, workspace: Path) -> None:
     status = memory.status()
     assert status["dirty_files"] == 1
     assert status["embedding"]["provider"] == "fake"
+
+
+def test_openclaw_faithful_keyword_mode_misses_chinese_words(workspace: Path) -> None:
+    """The benchmark switch: raw unicode61 tokens AND-ed cannot find a Chinese word inside a
+    sentence, which memdir's segmented OR-query does (SPEC §5, Chinese)."""
+    for rel, text in NOTES.items():
+        write(workspace, rel, text)
+    faithful = load_config(
+        workspace,
+        {
+            "embedding": {"provider": "none"},
+            "index": {"keyword_tokenizer": "plain"},
+            "search": {"keyword_query": "and"},
+        },
+    )
+    with Memory(workspace, config=faithful) as mem:
+        assert mem.search("迁移").results == []  # inside the run 数据库迁移计划
+        assert mem.search("Redis cache port").results  # plain English words still match
+    default = load_config(workspace, {"embedding": {"provider": "none"}})
+    with Memory(workspace, config=default) as mem:
+        assert mem.search("迁移").results[0].path == "memory/2026-11-28.md"
+
+
+def test_unknown_keyword_modes_are_config_errors(workspace: Path) -> None:
+    from memdir import ConfigError
+
+    bad = load_config(workspace, {"search": {"keyword_query": "xor"}})
+    with (
+        Memory(workspace, config=bad, embedder=FakeEmbedder()) as mem,
+        pytest.raises(ConfigError, match="keyword_query"),
+    ):
+        mem.search("x")

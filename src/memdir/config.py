@@ -83,6 +83,9 @@ class SearchConfig:
     mmr_lambda: float = 0.7
     decay: bool = True
     half_life_days: float = 30.0
+    #: ``or``: memdir's segmented terms, stopwords dropped, OR-ed; ``and``: OpenClaw's raw
+    #: word runs AND-ed (for benchmarks).
+    keyword_query: str = "or"
 
     def __post_init__(self) -> None:
         problems = []
@@ -111,6 +114,9 @@ class IndexConfig:
 
     vector_backend: str = "numpy"
     extra_paths: tuple[str, ...] = ()
+    #: ``memdir``: jieba-segmented, lower-cased tokens (CJK words findable); ``plain``: the raw
+    #: text as FTS5's unicode61 splits it (OpenClaw's behaviour; for benchmarks).
+    keyword_tokenizer: str = "memdir"
 
 
 @dataclass(frozen=True)

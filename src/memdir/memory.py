@@ -93,6 +93,7 @@ class Memory:
             chunking=self.config.chunking,
             vector_backend=self.config.index.vector_backend,
             batch_tokens=self.config.embedding.batch_tokens,
+            keyword_tokenizer=self.config.index.keyword_tokenizer,
         )
 
     def _build_embedder(self) -> Embedder | None:

@@ -22,10 +22,10 @@ from typing import Any
 
 from memdir.config import SearchConfig
 from memdir.embeddings.base import Embedder
-from memdir.errors import ProviderError
+from memdir.errors import ConfigError, ProviderError
 from memdir.index.manager import IndexManager
 from memdir.index.store import ChunkRow
-from memdir.text import index_tokens, jaccard, query_terms, similarity_tokens
+from memdir.text import index_tokens, jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
 #: Keyword-hit rescue threshold when nothing passes min_score (SPEC §5 step 6).
@@ -101,14 +101,18 @@ class Candidate:
 # -- stages ------------------------------------------------------------------------------
 
 
-def build_match_query(terms: Sequence[str]) -> str | None:
-    """An FTS5 MATCH expression: every term quoted (``"`` doubled), joined with OR.
+def build_match_query(terms: Sequence[str], joiner: str = "OR") -> str | None:
+    """An FTS5 MATCH expression: every term quoted (``"`` doubled), joined with OR (or AND).
 
     Never passes raw user text to MATCH, so ``"``, ``*``, ``NEAR(``, ``AND`` and ``-`` are
     ordinary characters. Returns None when there is nothing to search.
     """
     quoted = ['"' + t.replace('"', '""') + '"' for t in terms if t.strip()]
-    return " OR ".join(quoted) if quoted else None
+    return f" {joiner} ".join(quoted) if quoted else None
+
+
+#: ``search.keyword_query`` → (how to get terms, how to join them).
+KEYWORD_QUERIES = {"or": (query_terms, "OR"), "and": (plain_terms, "AND")}
 
 
 def bm25_to_score(rank: float) -> float:
@@ -265,7 +269,13 @@ def run_search(
     k = max(1, max_results or config.max_results)
     threshold = config.min_score if min_score is None else min_score
     n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
-    terms = query_terms(query)
+    if config.keyword_query not in KEYWORD_QUERIES:
+        raise ConfigError(
+            f"search.keyword_query must be one of {', '.join(KEYWORD_QUERIES)}, "
+            f"not {config.keyword_query!r}"
+        )
+    get_terms, joiner = KEYWORD_QUERIES[config.keyword_query]
+    terms = get_terms(query)
     warnings: list[str] = []
     legs: list[str] = []
     candidates: dict[int, Candidate] = {}
@@ -282,7 +292,7 @@ def run_search(
         legs.append("vector")
         for seq, sim in manager.vector_search(query_vector, fetch):
             candidates.setdefault(seq, Candidate(_placeholder(seq))).vector = max(0.0, sim)
-    match = build_match_query(terms)
+    match = build_match_query(terms, joiner)
     if match is not None:
         legs.append("keyword")
         hits = manager.read(lambda store: store.keyword_search(match, fetch))

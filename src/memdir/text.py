@@ -376,6 +376,18 @@ def index_text(text: str) -> str:
     return " ".join(index_tokens(text))
 
 
+def plain_terms(query: str) -> list[str]:
+    """Raw word runs of ``query`` (a CJK run stays one token), as OpenClaw builds FTS queries."""
+    return list(dict.fromkeys(_WORD_RE.findall(query)))
+
+
+#: Text stored in the FTS5 column, by ``index.keyword_tokenizer``.
+KEYWORD_TOKENIZERS = {
+    "memdir": lambda text: index_text(text),
+    "plain": lambda text: text,
+}
+
+
 def query_terms(query: str) -> list[str]:
     """Distinct search terms of ``query`` in order: precise segmentation, stopwords dropped."""
     seen: dict[str, None] = {}

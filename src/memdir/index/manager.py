@@ -39,9 +39,12 @@ INDEX_NAME = "index.sqlite"
 SEARCH_EMBED_LIMIT = 64
 
 
-def index_identity(embedder: Embedder | None, chunking: ChunkingConfig) -> dict[str, Any]:
+def index_identity(
+    embedder: Embedder | None, chunking: ChunkingConfig, keyword_tokenizer: str = "memdir"
+) -> dict[str, Any]:
     """Everything that, when it changes, makes the stored chunks or vectors invalid."""
     return {
+        "keyword_tokenizer": keyword_tokenizer,
         "schema": SCHEMA_VERSION,
         "tokenizer": TOKENIZER_VERSION,
         "provider": embedder.provider if embedder else "none",
@@ -80,6 +83,7 @@ class IndexManager:
         chunking: ChunkingConfig,
         vector_backend: str = "numpy",
         batch_tokens: int = 8000,
+        keyword_tokenizer: str = "memdir",
     ) -> None:
         self.workspace = workspace
         self.embedder = embedder
@@ -89,7 +93,8 @@ class IndexManager:
         self.dir, note = default_index_dir(workspace)
         self.path = self.dir / INDEX_NAME
         self.notes: list[str] = [note] if note else []
-        self.identity = index_identity(embedder, chunking)
+        self.keyword_tokenizer = keyword_tokenizer
+        self.identity = index_identity(embedder, chunking, keyword_tokenizer)
         self._lock = FileLock(str(self.dir / "index.lock"))
         self._store: IndexStore | None = None
         self._inode: int | None = None
@@ -176,6 +181,7 @@ class IndexManager:
                     self.workspace,
                     chunking=self.chunking,
                     embedder=self.embedder,
+                    keyword_tokenizer=self.keyword_tokenizer,
                     progress=progress,
                     report=report,
                 )
@@ -196,6 +202,7 @@ class IndexManager:
                     self.workspace,
                     chunking=self.chunking,
                     embedder=self.embedder,
+                    keyword_tokenizer=self.keyword_tokenizer,
                     report=report,
                 )
         if self.embedder is not None and (report is not None and report.chunks_written):
@@ -232,6 +239,7 @@ class IndexManager:
                     self.workspace,
                     chunking=self.chunking,
                     embedder=self.embedder,
+                    keyword_tokenizer=self.keyword_tokenizer,
                     progress=progress,
                     report=report,
                 )

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 from memdir.config import ChunkingConfig
 from memdir.embeddings.base import Embedder, check_dims, token_batches
-from memdir.errors import ProviderError
+from memdir.errors import ConfigError, ProviderError
 from memdir.index.store import FileRow, IndexStore, NewChunk
 from memdir.markdown.chunking import chunk_markdown
-from memdir.text import index_text
+from memdir.text import KEYWORD_TOKENIZERS
 from memdir.workspace import FileEntry, Workspace
 
 #: Files larger than this are indexed for keyword search only (embedding them would take
@@ -102,8 +102,15 @@ def sync_files(
     dirty: DirtyState | None = None,
     progress: Progress | None = None,
     report: SyncReport | None = None,
+    keyword_tokenizer: str = "memdir",
 ) -> SyncReport:
     """Phase 1: re-chunk changed files, prune deleted ones (see the module docstring)."""
+    tokenize = KEYWORD_TOKENIZERS.get(keyword_tokenizer)
+    if tokenize is None:
+        raise ConfigError(
+            f"index.keyword_tokenizer must be one of {', '.join(KEYWORD_TOKENIZERS)}, "
+            f"not {keyword_tokenizer!r}"
+        )
     started = time.perf_counter()
     report = report or SyncReport()
     if dirty is None:
@@ -114,7 +121,8 @@ def sync_files(
     report.scanned += total
     vanished: list[str] = list(dirty.deleted)
     for done, entry in enumerate(dirty.changed, start=1):
-        if not _sync_one(store, entry, known.get(entry.path), chunking, embedder, model, report):
+        row = known.get(entry.path)
+        if not _sync_one(store, entry, row, chunking, embedder, model, report, tokenize):
             vanished.append(entry.path)
         if progress:
             progress("files", done, total)
@@ -132,6 +140,7 @@ def _sync_one(
     embedder: Embedder | None,
     model: str,
     report: SyncReport,
+    tokenize: Callable[[str], str],
 ) -> bool:
     """Index one file; returns False when the file is gone (to be pruned)."""
     try:
@@ -189,7 +198,7 @@ def _sync_one(
                     end_line=piece.end_line,
                     hash=piece.hash,
                     text=piece.text,
-                    tokens=index_text(piece.text),
+                    tokens=tokenize(piece.text),
                     embedding=cached.get(piece.hash),
                     embed=embeddable,
                 )
