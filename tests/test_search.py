@@ -21,6 +21,7 @@ from memdir.search import (
     merge_hybrid,
     mmr_rerank,
 )
+from memdir.text import query_terms
 
 
 def cand(
@@ -148,11 +149,11 @@ def test_min_score_with_keyword_rescue() -> None:
 def test_keyword_only_scores_reward_coverage() -> None:
     full = cand("memory/a.md", "redis lock on port 6380", t=0.5, hit=True)
     partial = cand("memory/b.md", "redis is fast", t=0.6, hit=True)
-    keyword_only_scores([full, partial], ["redis", "lock", "port"])
+    keyword_only_scores([full, partial], query_terms("redis lock port"))
     assert full.score > partial.score
     in_path = cand("memory/redis.md", "cache notes", t=0.1, hit=True)
     not_in_path = cand("memory/x.md", "cache notes", t=0.1, hit=True)
-    keyword_only_scores([in_path, not_in_path], ["redis", "cache"])
+    keyword_only_scores([in_path, not_in_path], query_terms("redis cache"))
     assert in_path.score > not_in_path.score
 
 
@@ -160,6 +161,6 @@ def test_snippet_is_whole_chunk_when_short_and_centred_on_matches_when_long() ->
     assert make_snippet("short text", ["x"], 700) == "short text"
     lines = [f"filler line {i} " + "zzz " * 20 for i in range(40)]
     lines[30] = "the kubernetes namespace is payments"
-    snippet = make_snippet("\n".join(lines), ["kubernetes", "payments"], 700)
+    snippet = make_snippet("\n".join(lines), query_terms("kubernetes payments"), 700)
     assert len(snippet) <= 700
     assert "kubernetes namespace" in snippet

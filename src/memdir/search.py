@@ -295,10 +295,9 @@ def run_search(
     match = build_match_query(terms, joiner)
     if match is not None:
         legs.append("keyword")
-        hits = manager.read(lambda store: store.keyword_search(match, fetch))
-        for seq, rank in hits:
+        for seq, text_score in manager.keyword_search(match, terms, fetch):
             cand = candidates.setdefault(seq, Candidate(_placeholder(seq)))
-            cand.text = bm25_to_score(rank)
+            cand.text = text_score
             cand.keyword_hit = True
     rows = manager.read(lambda store: store.chunks_by_seq(list(candidates)))
     pool = []

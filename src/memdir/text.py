@@ -1,12 +1,17 @@
 """Tokenising, shared by the keyword index, MMR and deduplication.
 
-- Latin scripts: lower-cased runs of letters and digits (``redis``, ``6379``, ``v2``).
+- Latin scripts: lower-cased runs of letters and digits (``redis``, ``6379``, ``v2``); words of
+  letters only are stemmed with the Snowball English stemmer (``migrations`` → ``migrat``), at
+  index and query time alike. ``node.js`` gives ``node`` and ``js``.
 - Chinese: dictionary segmentation with jieba. Indexed text uses jieba's search mode, which
   emits a long word *and* the words inside it (分布式 → 分布, 布式, 分布式), so a query for a
   shorter word still matches; queries use the precise mode.
 - Stopwords (English and Chinese) are dropped from queries, never from the stored text.
 - :func:`estimate_tokens` is the CJK-aware count of SPEC §3: 4 chars per token, a CJK char
   counts as one token.
+
+The stored tokens are exactly what FTS5's ``unicode61`` tokenizer (no diacritic folding) splits
+them into, so memdir can count term frequencies itself (see :mod:`memdir.index.fts`).
 
 Bump :data:`TOKENIZER_VERSION` whenever indexed tokens change: it is part of the index identity,
 so a change triggers a full reindex.
@@ -22,14 +27,14 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-TOKENIZER_VERSION = "1"
+TOKENIZER_VERSION = "2"
 
 # CJK Unified Ideographs (+ Ext A, compatibility), kana, hangul: one token per character.
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{_CJK_CLASS}]")
 # For token estimates, CJK punctuation (，。：) and full-width forms count as one token each too.
 _CJK_TOKEN_RE = re.compile(f"[{_CJK_CLASS}\u3000-\u303f\uff00-\uffef]")
-_SEGMENT_RE = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_]+(?:[._'][^\\W_]+)*)", re.UNICODE)
+_SEGMENT_RE = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_]+)", re.UNICODE)
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 
 ENGLISH_STOPWORDS = frozenset(
@@ -108,15 +113,29 @@ def _cut(run: str, search_mode: bool) -> tuple[str, ...]:
     return tuple(jieba.lcut(run, HMM=True))
 
 
+_stemmer_lock = threading.Lock()
+_stemmer: Any = None
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Snowball English stem of a lower-case ASCII word of letters; other tokens unchanged."""
+    global _stemmer
+    if not (word.isascii() and word.isalpha()) or len(word) < 3:
+        return word
+    if _stemmer is None:
+        with _stemmer_lock:
+            if _stemmer is None:
+                import snowballstemmer
+
+                _stemmer = snowballstemmer.stemmer("english")
+    return str(_stemmer.stemWord(word))
+
+
 def index_tokens(text: str) -> list[str]:
-    """Tokens to store in the keyword index for ``text`` (search-mode segmentation, no stopword
-    removal, lower-cased). Latin words with inner dots keep the whole word and its parts."""
-    tokens: list[str] = []
-    for token in _words(text, search_mode=True):
-        tokens.append(token)
-        if not has_cjk(token) and len(token) > 1 and any(c in token for c in "._'"):
-            tokens.extend(_WORD_RE.findall(token))
-    return tokens
+    """Tokens to store in the keyword index for ``text``: search-mode segmentation, lower-cased,
+    stemmed, stopwords kept."""
+    return [stem(token) for token in _words(text, search_mode=True)]
 
 
 def index_text(text: str) -> str:
@@ -142,7 +161,7 @@ def query_terms(query: str) -> list[str]:
     for token in _words(query, search_mode=False):
         if token in STOPWORDS:
             continue
-        seen.setdefault(token, None)
+        seen.setdefault(stem(token), None)
     return list(seen)
 
 

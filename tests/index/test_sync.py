@@ -128,7 +128,7 @@ def test_empty_file_has_no_chunks(workspace: Path) -> None:
 
 
 def test_huge_single_line_file_is_keyword_only(workspace: Path) -> None:
-    line = "needle " + " ".join(f"w{i}" for i in range(1_200_000))  # ~10 MB, one line
+    line = "zebra " + " ".join(f"w{i}" for i in range(1_200_000))  # ~10 MB, one line
     assert len(line) > 9_000_000
     (workspace / "memory" / "huge.md").write_text(line, encoding="utf-8")
     emb = FakeEmbedder()
@@ -137,7 +137,7 @@ def test_huge_single_line_file_is_keyword_only(workspace: Path) -> None:
     assert any("too large to embed" in w for w in report.warnings)
     assert mgr.store().counts()["chunks"] > 1000
     assert mgr.store().counts()["pending_vectors"] == 0  # never queued for embedding
-    assert mgr.store().keyword_search('"needle"', 5)
+    assert mgr.store().keyword_search('"zebra"', 5)
 
 
 def test_file_deleted_between_scan_and_read_is_pruned(workspace: Path) -> None:
@@ -167,14 +167,14 @@ def test_symlink_out_of_workspace_is_not_followed(workspace: Path, tmp_path: Pat
 
 
 def test_provider_failure_leaves_chunks_pending_then_recovers(workspace: Path) -> None:
-    write(workspace, "memory/a.md", "pending words here\n")
+    write(workspace, "memory/a.md", "zebra words here\n")
     broken = FakeEmbedder(fail_with="provider timed out")
     mgr = _manager(workspace, broken)
     report = mgr.sync()
     assert any("provider timed out" in w for w in report.warnings)
     counts = mgr.store().counts()
     assert counts["pending_vectors"] == counts["chunks"] == 2  # MEMORY.md + a.md
-    assert mgr.store().keyword_search('"pending"', 5)  # still findable by keyword
+    assert mgr.store().keyword_search('"zebra"', 5)  # still findable by keyword
     mgr.close()
     healthy = _manager(workspace, FakeEmbedder())
     assert healthy.sync().embedded == 2
@@ -220,7 +220,7 @@ def test_file_changed_while_being_read_is_synced_again(
         data = real_read(self)
         if self.name == "racy.md":
             with open(self, "a", encoding="utf-8") as fh:  # a writer appends meanwhile
-                fh.write("second version appended\n")
+                fh.write("second version zebra\n")
         return data
 
     mgr = _manager(workspace)
@@ -230,6 +230,6 @@ def test_file_changed_while_being_read_is_synced_again(
     # What was indexed is the first version, and the file is known to be stale.
     assert [e.path for e in scan_dirty(mgr.store(), mgr.workspace).changed] == ["memory/racy.md"]
     mgr.sync()
-    assert mgr.store().keyword_search('"appended"', 5)
+    assert mgr.store().keyword_search('"zebra"', 5)
     assert not scan_dirty(mgr.store(), mgr.workspace)
     assert path.read_text(encoding="utf-8").count("version") == 2

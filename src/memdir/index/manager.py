@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from filelock import FileLock, Timeout
 from memdir.config import ChunkingConfig, memdir_home
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import IndexStoreError
+from memdir.index.fts import CorpusStats, bm25_search, corpus_stats
 from memdir.index.schema import SCHEMA_VERSION
 from memdir.index.store import IndexStore
 from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
@@ -100,6 +102,7 @@ class IndexManager:
         self._inode: int | None = None
         self._vectors: VectorSearch | None = None
         self._counts: tuple[tuple[int | None, int], dict[str, int]] | None = None
+        self._stats: tuple[tuple[int | None, int], CorpusStats] | None = None
 
     # -- opening ------------------------------------------------------------------------
 
@@ -282,6 +285,23 @@ class IndexManager:
             self._counts = (key, dict(self.read(lambda s: s.counts())))
         return dict(self._counts[1])
 
+    def keyword_search(self, match: str, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """``(seq, score in [0, 1))`` of the best keyword matches.
+
+        With memdir's tokenizer, memdir's BM25 (:mod:`memdir.index.fts`); with the ``plain``
+        tokenizer (OpenClaw-faithful), FTS5's own ``bm25()``; both mapped by ``s / (1 + s)``.
+        """
+        if self.keyword_tokenizer == "plain":
+            hits = self.read(lambda s: s.keyword_search(match, k))
+            return [(seq, _saturate(-rank)) for seq, rank in hits]
+        store = self.store()
+        key = (self._inode, store.generation())
+        if self._stats is None or self._stats[0] != key:
+            self._stats = (key, self.read(corpus_stats))
+        stats = self._stats[1]
+        hits = self.read(lambda s: bm25_search(s, match, terms, k, stats))
+        return [(seq, _saturate(score)) for seq, score in hits]
+
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return list(self.read(lambda store: self.vectors().search(store, query, k)))
 
@@ -300,6 +320,11 @@ class IndexManager:
         if self._vectors is not None:
             self._vectors.close()
             self._vectors = None
+
+
+def _saturate(score: float) -> float:
+    """Map a BM25 sum ``s ≥ 0`` to ``s / (1 + s)`` ∈ [0, 1) (SPEC §5: ``-r / (1 - r)``)."""
+    return score / (1.0 + score) if score > 0 and math.isfinite(score) else 0.0
 
 
 def _inode(path: Path) -> int | None:

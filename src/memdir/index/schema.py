@@ -6,7 +6,9 @@ Never edit a migration that has shipped: add the next one. Tables (SPEC §3):
 - ``files``: one row per indexed file with its hash and the (mtime, size) seen at indexing.
 - ``chunks``: line ranges of files with their text; ``seq`` is the rowid shared with the
   FTS5 table and ``vectors``.
-- ``chunks_fts``: FTS5 over the *segmented* chunk text (see :mod:`memdir.text`).
+- ``chunks_fts``: FTS5 over the *segmented* chunk text (see :mod:`memdir.text`); the tokens are
+  already lower-cased and stemmed by memdir, so FTS5 only splits on spaces.
+- ``chunks_vocab``: fts5vocab over it, for document frequencies (memdir's own BM25).
 - ``vectors``: one float32 blob per chunk that has an embedding.
 - ``embedding_cache``: (provider, model, provider_key, text hash) → vector.
 """
@@ -42,14 +44,16 @@ MIGRATIONS: tuple[str, ...] = (
         model      TEXT NOT NULL,
         text       TEXT NOT NULL,
         embeddable INTEGER NOT NULL DEFAULT 1,
+        token_count INTEGER NOT NULL DEFAULT 0,
         updated_at REAL NOT NULL
     );
     CREATE INDEX chunks_by_path ON chunks(path);
     CREATE INDEX chunks_by_hash ON chunks(hash);
     CREATE VIRTUAL TABLE chunks_fts USING fts5(
         tokens,
-        tokenize = 'porter unicode61 remove_diacritics 2'
+        tokenize = 'unicode61 remove_diacritics 0'
     );
+    CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
     CREATE TABLE vectors (
         seq       INTEGER PRIMARY KEY REFERENCES chunks(seq) ON DELETE CASCADE,
         embedding BLOB NOT NULL

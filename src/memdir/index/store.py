@@ -169,7 +169,8 @@ class IndexStore:
             for chunk in chunks:
                 cur = conn.execute(
                     "INSERT INTO chunks(id, path, source, start_line, end_line, hash, model, "
-                    "text, embeddable, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "text, embeddable, token_count, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT(id) DO NOTHING",
                     (
                         chunk.id,
@@ -181,6 +182,7 @@ class IndexStore:
                         model,
                         chunk.text,
                         int(chunk.embed),
+                        len(chunk.tokens.split()),
                         now,
                     ),
                 )

@@ -1,0 +1,64 @@
+"""memdir's BM25 over FTS5 candidates: hand-computed values and small-corpus behaviour."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from memdir import Memory
+from memdir.config import ChunkingConfig, load_config
+from memdir.index.fts import K1, B, bm25_search, bm25_term, corpus_stats, lucene_idf
+from memdir.index.manager import IndexManager
+from memdir.search import build_match_query
+from memdir.text import query_terms
+from memdir.workspace import Workspace
+from tests.helpers import write
+
+
+def test_lucene_idf_stays_positive() -> None:
+    assert lucene_idf(2, 1) == pytest.approx(math.log(2))
+    assert lucene_idf(2, 2) > 0  # FTS5's IDF would be ~0 here
+    assert lucene_idf(1000, 1) > lucene_idf(1000, 10) > lucene_idf(1000, 900) > 0
+
+
+def test_bm25_term_matches_the_formula() -> None:
+    idf = 2.0
+    expected = idf * 3 * (K1 + 1) / (3 + K1 * (1 - B + B * 20 / 10))
+    assert bm25_term(3, 20, 10.0, idf) == pytest.approx(expected)
+    assert bm25_term(0, 20, 10.0, idf) == 0.0
+    # Longer documents score lower for the same term frequency.
+    assert bm25_term(1, 5, 10.0, idf) > bm25_term(1, 50, 10.0, idf)
+
+
+def test_bm25_search_ranks_by_hand_computed_scores(workspace: Path) -> None:
+    (workspace / "MEMORY.md").unlink()
+    write(workspace, "memory/a.md", "kafka kafka broker\n")
+    write(workspace, "memory/b.md", "kafka topic retention settings here\n")
+    write(workspace, "memory/c.md", "postgres vacuum\n")
+    mgr = IndexManager(Workspace(workspace), embedder=None, chunking=ChunkingConfig())
+    mgr.sync()
+    store = mgr.store()
+    stats = corpus_stats(store)
+    assert stats.documents == 3
+    assert stats.avg_length == pytest.approx((3 + 5 + 2) / 3)
+    terms = query_terms("kafka broker")
+    hits = bm25_search(store, build_match_query(terms) or "", terms, 5, stats)
+    idf_kafka, idf_broker = lucene_idf(3, 2), lucene_idf(3, 1)
+    expected_a = bm25_term(2, 3, stats.avg_length, idf_kafka) + bm25_term(
+        1, 3, stats.avg_length, idf_broker
+    )
+    expected_b = bm25_term(1, 5, stats.avg_length, idf_kafka)
+    assert [round(s, 6) for _, s in hits] == [round(expected_a, 6), round(expected_b, 6)]
+
+
+def test_keyword_scores_are_meaningful_in_a_two_note_workspace(workspace: Path) -> None:
+    (workspace / "MEMORY.md").unlink()
+    write(workspace, "memory/a.md", "- private passphrase is bluebird\n")
+    write(workspace, "memory/b.md", "- lunch at noon\n")
+    config = load_config(workspace, {"embedding": {"provider": "none"}})
+    with Memory(workspace, config=config) as mem:
+        hit = mem.search("bluebird").results[0]
+    assert hit.path == "memory/a.md"
+    assert hit.explain["text"] > 0.3  # FTS5's bm25 gave ~1e-6 here
