@@ -14,6 +14,8 @@ from memdir.errors import (
     QueryError,
     WorkspaceError,
 )
+from memdir.llm.base import LLM
+from memdir.llm.fake import ScriptedLLM
 from memdir.memory import GetResult, Memory
 from memdir.search import SearchResponse, SearchResult
 from memdir.workspace import init_workspace
@@ -21,6 +23,7 @@ from memdir.workspace import init_workspace
 __version__ = "0.1.0"
 
 __all__ = [
+    "LLM",
     "Config",
     "ConfigError",
     "Embedder",
@@ -34,6 +37,7 @@ __all__ = [
     "ProviderResponseError",
     "ProviderUnavailable",
     "QueryError",
+    "ScriptedLLM",
     "SearchResponse",
     "SearchResult",
     "WorkspaceError",

@@ -29,9 +29,16 @@ from typing import Any
 from memdir.errors import ConfigError
 
 #: Keys a workspace-local config may never set: they steer where data and keys go.
-_WORKSPACE_FORBIDDEN = {("embedding", "base_url"), ("embedding", "api_key")}
+_WORKSPACE_FORBIDDEN = {
+    ("embedding", "base_url"),
+    ("embedding", "api_key"),
+    ("llm", "base_url"),
+    ("llm", "api_key"),
+}
 #: Embedding providers a workspace-local config may choose (none of them sends data away).
 _WORKSPACE_PROVIDERS = frozenset({"local", "none", "fake"})
+#: LLM providers a workspace-local config may choose (none of them sends data away).
+_WORKSPACE_LLM_PROVIDERS = frozenset({"none", "fake"})
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,39 @@ class IndexConfig:
 
 
 @dataclass(frozen=True)
+class LLMConfig:
+    """Which language model summarises, extracts and chats (SPEC §7, §9).
+
+    ``provider`` is a registry name: ``none`` (default: no LLM features), ``openai`` (any
+    OpenAI-compatible chat endpoint: OpenAI, Ollama, vLLM, llama.cpp, DashScope, DeepSeek…),
+    ``anthropic`` (needs ``pip install 'memdir[anthropic]'``) or ``fake`` (tests). Empty
+    ``model`` / ``base_url`` / ``api_key`` fall back to the provider's environment variables.
+    ``max_retries`` counts tries in all, the first included; ``context_window`` and
+    ``max_output_tokens`` are token budgets for compaction and the replies.
+    """
+
+    provider: str = "none"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    timeout: float = 60.0
+    max_retries: int = 3
+    context_window: int = 128000
+    max_output_tokens: int = 4096
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.timeout <= 0:
+            problems.append("timeout > 0")
+        if self.max_retries < 1:
+            problems.append("max_retries ≥ 1")
+        if self.max_output_tokens < 1 or self.context_window <= self.max_output_tokens:
+            problems.append("1 ≤ max_output_tokens < context_window")
+        if problems:
+            raise ConfigError("llm: need " + ", ".join(problems))
+
+
+@dataclass(frozen=True)
 class Config:
     """All of memdir's settings.
 
@@ -130,6 +170,7 @@ class Config:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> Config:
         """Return a copy with ``{"section": {"key": value}}`` applied on top."""
@@ -182,6 +223,15 @@ def load_config(
                 f"{ws_file}: a workspace config may only choose a local embedding provider "
                 f"({', '.join(sorted(_WORKSPACE_PROVIDERS))}), not {provider!r}: a cloned "
                 f"workspace must not send your notes to a remote service; set it in {user_file}"
+            )
+        llm_provider = data.get("llm", {})
+        llm_provider = llm_provider.get("provider") if isinstance(llm_provider, Mapping) else None
+        if llm_provider is not None and llm_provider not in _WORKSPACE_LLM_PROVIDERS:
+            raise ConfigError(
+                f"{ws_file}: a workspace config may only choose llm.provider "
+                f"{' or '.join(sorted(_WORKSPACE_LLM_PROVIDERS))}, not {llm_provider!r}: a cloned "
+                f"workspace must not send your conversations to a remote service; "
+                f"set it in {user_file}"
             )
         config = _merge(config, data, origin=str(ws_file))
     if overrides:

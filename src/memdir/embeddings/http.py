@@ -1,4 +1,5 @@
-"""HTTP plumbing shared by the remote embedders (OpenAI-compatible, Ollama, Gemini).
+"""HTTP plumbing shared by the remote providers: embedders (OpenAI-compatible, Ollama, Gemini)
+and the OpenAI-compatible chat LLM.
 
 - :func:`post_json` sends one JSON request and retries only what may pass on its own: HTTP 429,
   HTTP 5xx, and connect/read timeouts. Backoff starts at 0.5 s and doubles up to 8 s with
@@ -168,8 +169,12 @@ def _redact(text: str, headers: Mapping[str, str]) -> str:
     return text
 
 
-def normalize_base_url(url: str) -> str:
+def normalize_base_url(url: str, *, what: str = "embedding base URL") -> str:
     """Return ``url`` with a lower-case scheme and host and no trailing slash.
+
+    Args:
+        url: the base URL as configured.
+        what: how messages name the setting (``"llm base URL"``).
 
     Raises:
         ConfigError: the URL is not ``http://`` or ``https://`` with a host.
@@ -177,9 +182,7 @@ def normalize_base_url(url: str) -> str:
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"embedding base URL {display_url(url)!r} must look like https://host[:port]/path"
-        )
+        raise ConfigError(f"{what} {display_url(url)!r} must look like https://host[:port]/path")
     netloc = parts.netloc.rpartition("@")[2].lower()
     return urlunsplit((scheme, netloc, parts.path.rstrip("/"), parts.query, ""))
 

@@ -1,0 +1,112 @@
+"""Choose an LLM by provider name (SPEC §9); no if/elif chains.
+
+Each factory takes the :class:`~memdir.config.LLMConfig` and returns an
+:class:`~memdir.llm.base.LLM`, or None when LLM features are off (``none``). A provider that
+cannot be used raises :class:`~memdir.errors.ProviderUnavailable` saying what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from memdir.config import LLMConfig, resolve_secret
+from memdir.errors import ConfigError, ProviderUnavailable
+from memdir.llm.base import LLM
+
+Factory = Callable[[LLMConfig], LLM | None]
+
+_REGISTRY: dict[str, Factory] = {}
+
+
+def register_llm(name: str, factory: Factory) -> None:
+    """Make ``factory`` available as ``llm.provider = name``."""
+    _REGISTRY[name] = factory
+
+
+def llm_names() -> list[str]:
+    """The registered provider names, sorted."""
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def create_llm(config: LLMConfig) -> LLM | None:
+    """Build the LLM ``config`` names; None means no LLM (``provider = "none"``).
+
+    Raises:
+        ConfigError: the provider name is unknown, or ``api_key`` is a literal secret.
+        ProviderUnavailable: the provider cannot run here (missing package, key, model).
+    """
+    _load_builtins()
+    factory = _REGISTRY.get(config.provider)
+    if factory is None:
+        raise ConfigError(
+            f"unknown llm provider {config.provider!r}: choose one of "
+            f"{', '.join(sorted(_REGISTRY))}"
+        )
+    return factory(config)
+
+
+def openai_from_config(config: LLMConfig) -> LLM:
+    """Build an :class:`~memdir.llm.openai.OpenAIChatLLM` from ``config``."""
+    from memdir.llm.openai import OpenAIChatLLM
+
+    return OpenAIChatLLM(
+        config.base_url or None,
+        config.model or None,
+        _api_key(config) or None,
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+        max_output_tokens=config.max_output_tokens,
+    )
+
+
+def anthropic_from_config(config: LLMConfig) -> LLM:
+    """Build an :class:`~memdir.llm.anthropic.AnthropicLLM` from ``config``."""
+    from memdir.llm.anthropic import AnthropicLLM
+
+    return AnthropicLLM(
+        config.model or None,
+        _api_key(config) or None,
+        base_url=config.base_url or None,
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+        max_output_tokens=config.max_output_tokens,
+    )
+
+
+def fake_from_config(config: LLMConfig) -> LLM:
+    """A :class:`~memdir.llm.fake.ScriptedLLM` with nothing queued (replies ``""``)."""
+    from memdir.llm.fake import ScriptedLLM
+
+    return ScriptedLLM(model=config.model or "scripted")
+
+
+def _api_key(config: LLMConfig) -> str:
+    """Resolve ``config.api_key``; an unset variable makes the provider unavailable.
+
+    Raises:
+        ConfigError: ``api_key`` is a literal secret instead of an ``env:VAR`` reference.
+        ProviderUnavailable: the referenced variable is not set.
+    """
+    try:
+        return resolve_secret(config.api_key, what="llm.api_key")
+    except ConfigError as exc:
+        if not config.api_key.startswith("env:"):
+            raise
+        raise ProviderUnavailable(
+            f"{exc}: export {config.api_key[4:]}=… or change llm.api_key"
+        ) from exc
+
+
+_loaded = False
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    register_llm("none", lambda cfg: None)
+    register_llm("fake", fake_from_config)
+    register_llm("openai", openai_from_config)
+    register_llm("anthropic", anthropic_from_config)
