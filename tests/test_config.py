@@ -311,3 +311,21 @@ def test_now_rejects_garbage(monkeypatch, value):
 
     with pytest.raises(ConfigError, match="MEMDIR_NOW"):
         clock.now()
+
+
+@pytest.mark.parametrize("entry", ["/etc", "~/notes", "../other", "sub/../../x"])
+def test_workspace_config_may_not_add_extra_paths_outside(tmp_path, entry):
+    ws = tmp_path / "ws"
+    (ws / ".memdir").mkdir(parents=True)
+    (ws / ".memdir" / "config.toml").write_text(
+        f"[index]\nextra_paths = [{entry!r}]\n".replace("'", '"'), encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match="extra_paths"):
+        load_config(ws)
+
+
+def test_workspace_config_may_add_extra_paths_inside(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / ".memdir").mkdir(parents=True)
+    (ws / ".memdir" / "config.toml").write_text('[index]\nextra_paths = ["docs"]\n')
+    assert load_config(ws).index.extra_paths == ("docs",)

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from memdir.errors import ConfigError
 
@@ -34,6 +35,8 @@ _WORKSPACE_FORBIDDEN = {
     ("embedding", "api_key"),
     ("llm", "base_url"),
     ("llm", "api_key"),
+    ("index", "url"),
+    ("index", "workspace_id"),
 }
 #: Embedding providers a workspace-local config may choose (none of them sends data away).
 _WORKSPACE_PROVIDERS = frozenset({"local", "none", "fake"})
@@ -117,6 +120,15 @@ class IndexConfig:
     ``vector_backend``: ``numpy`` (exact search in memory, default) or ``sqlite-vec``
     (needs ``pip install 'memdir[vec]'``). ``extra_paths``: more Markdown files or folders
     to index, absolute or relative to the workspace.
+
+    ``url``: empty for the SQLite file in the workspace (default), or ``postgresql://…`` to
+    keep the index in PostgreSQL + pgvector, shared by many agents and hosts (needs
+    ``pip install 'memdir[postgres]'``); ``MEMDIR_INDEX_URL`` overrides it. Put the password in
+    ``PGPASSWORD`` or ``~/.pgpass``, or write ``url = "env:VAR"``: a literal password is
+    refused. ``workspace_id``: this workspace's rows in a shared database; default a hash of
+    the workspace path, so hosts that keep the files at different paths set the same id.
+    Neither may be set by a workspace's own config (a cloned repository must not send your
+    notes to another database, or into another team's workspace).
     """
 
     vector_backend: str = "numpy"
@@ -124,6 +136,15 @@ class IndexConfig:
     #: ``memdir``: jieba-segmented, lower-cased tokens (CJK words findable); ``plain``: the raw
     #: text as FTS5's unicode61 splits it (OpenClaw's behaviour; for benchmarks).
     keyword_tokenizer: str = "memdir"
+    url: str = ""
+    workspace_id: str = ""
+
+    def __post_init__(self) -> None:
+        if self.url and not self.url.startswith("env:") and urlsplit(self.url).password:
+            raise ConfigError(
+                "index.url must not contain a password: use PGPASSWORD or ~/.pgpass, "
+                'or url = "env:VAR" with the full URL in that variable'
+            )
 
 
 @dataclass(frozen=True)
@@ -175,6 +196,19 @@ class Config:
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> Config:
         """Return a copy with ``{"section": {"key": value}}`` applied on top."""
         return _merge(self, overrides, origin="arguments")
+
+
+def index_url(index: IndexConfig) -> str:
+    """Where the index lives: ``MEMDIR_INDEX_URL`` if set, else ``[index] url`` (an ``env:VAR``
+    reference resolved); empty means the SQLite file in the workspace.
+
+    Raises:
+        ConfigError: ``url`` names an unset variable.
+    """
+    env = os.environ.get("MEMDIR_INDEX_URL", "").strip()
+    if env:
+        return env
+    return resolve_secret(index.url, what="index.url")
 
 
 def memdir_home() -> Path:
@@ -233,10 +267,25 @@ def load_config(
                 f"workspace must not send your conversations to a remote service; "
                 f"set it in {user_file}"
             )
+        _check_workspace_extra_paths(data, ws_file)
         config = _merge(config, data, origin=str(ws_file))
     if overrides:
         config = _merge(config, overrides, origin="arguments")
     return config
+
+
+def _check_workspace_extra_paths(data: Mapping[str, Any], ws_file: Path) -> None:
+    """A workspace config may add extra paths only inside the workspace: a cloned repository
+    must not expose other Markdown files of this machine to an agent."""
+    index = data.get("index", {})
+    extra = index.get("extra_paths", []) if isinstance(index, Mapping) else []
+    for entry in extra if isinstance(extra, list) else []:
+        path = Path(str(entry))
+        if path.is_absolute() or str(entry).startswith("~") or ".." in path.parts:
+            raise ConfigError(
+                f"{ws_file}: index.extra_paths may only name folders inside the workspace "
+                f"here, not {entry!r}; put paths elsewhere on this machine in the user config"
+            )
 
 
 def resolve_secret(value: str, *, what: str) -> str:

@@ -14,6 +14,7 @@ it never fails a search.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -21,11 +22,15 @@ from typing import Any
 
 from memdir.clock import now
 from memdir.config import Config, default_workspace, load_config
+from memdir.dreaming import RECALL_NAME, DreamReport, RecallStore, record_recalls, run_dream
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
 from memdir.index.manager import IndexManager
 from memdir.index.sync import Progress, SyncReport, scan_dirty
+from memdir.lifecycle.extract import ExtractionReport, extract_memories
+from memdir.lifecycle.write import WriteResult, write_memory
+from memdir.llm.base import LLM, Message
 from memdir.search import SearchResponse, run_search
 from memdir.workspace import MEMORY_FILE, Workspace
 
@@ -95,6 +100,8 @@ class Memory:
             batch_tokens=self.config.embedding.batch_tokens,
             keyword_tokenizer=self.config.index.keyword_tokenizer,
         )
+        #: What searches recalled from the daily logs (SPEC §8); opened on first use.
+        self.recalls = RecallStore(self.index.dir / RECALL_NAME)
 
     def _build_embedder(self) -> Embedder | None:
         try:
@@ -122,6 +129,7 @@ class Memory:
     def close(self) -> None:
         """Close the index connection."""
         self.index.close()
+        self.recalls.close()
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -170,6 +178,7 @@ class Memory:
                 f"{counts['pending_vectors']} chunks are not embedded yet (keyword search "
                 "covers them): run `memdir index` to finish"
             )
+        record_recalls(self.recalls, response, now=now())  # never raises; warns instead
         return response
 
     def get(
@@ -238,3 +247,63 @@ class Memory:
             "file_warnings": self.index.read(lambda s: s.file_warnings()),
             "notes": [*self.notes, *self.index.notes],
         }
+
+    # -- writing --------------------------------------------------------------------------
+
+    def write(self, text: str, *, target: str = "daily", section: str | None = None) -> WriteResult:
+        """``memory_write``: append a fact to today's daily log (``target="daily"``) or add it to
+        a MEMORY.md ``section`` (``target="memory"``), skipping duplicates.
+
+        The next :meth:`search` finds it (changed files are indexed before every search).
+
+        Raises:
+            PathNotAllowed: ``target="memory"`` in a shared session.
+            MemdirError: empty or over-long text, unknown target or section.
+        """
+        if self.scope == "shared" and target == "memory":
+            raise PathNotAllowed(f"{MEMORY_FILE} cannot be written in a shared session")
+        return write_memory(self.workspace, text, target=target, section=section, now=now())
+
+    # -- dreaming -------------------------------------------------------------------------
+
+    def dream(self, *, apply: bool, schedule: bool = False, diary: bool = False) -> DreamReport:
+        """Light, REM and deep phases over the recall store; promote to MEMORY.md (SPEC §8).
+
+        Args:
+            apply: write MEMORY.md; False previews the same decisions and writes nothing.
+            schedule: use the nightly gates (0.8 / 3 recalls / 3 queries, notes ≤ 30 days old,
+                ≤ 10 a run) instead of the manual ones (0.75 / 3 / 2).
+            diary: with ``apply``, append a plain summary of what changed to DREAMS.md.
+
+        Raises:
+            PathNotAllowed: in a shared session (dreaming writes MEMORY.md).
+            WorkspaceError: MEMORY.md cannot be written.
+        """
+        if self.scope == "shared":
+            raise PathNotAllowed(f"dreaming writes {MEMORY_FILE}: run it in a private session")
+        return run_dream(
+            self.workspace,
+            self.recalls,
+            now=now(),
+            apply=apply,
+            schedule=schedule,
+            diary=diary,
+            snippet_chars=self.config.search.snippet_chars,
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def extract(self, messages: Sequence[Message], *, llm: LLM) -> ExtractionReport:
+        """Have ``llm`` pick the durable items of a conversation and save the new ones (SPEC §7):
+        preferences, decisions, lessons, project facts and todos, each to its MEMORY.md section
+        (the daily log in a shared session), skipping duplicates. Malformed answers are retried
+        once, then reported as warnings; provider failures are warnings too.
+        """
+        return extract_memories(
+            self.workspace,
+            messages,
+            llm,
+            now=now(),
+            embedder=self.embedder,
+            private=self.scope == "private",
+        )

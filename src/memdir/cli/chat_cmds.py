@@ -1,0 +1,194 @@
+"""``memdir chat`` (a terminal agent with memory) and ``memdir compact``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+from rich.console import Console
+
+from memdir.agent.loop import ChatAgent, Output
+from memdir.agent.session import Session
+from memdir.cli.common import stdout
+from memdir.cli.main import cli
+from memdir.config import Config, memdir_home
+from memdir.errors import ConfigError, MemdirError
+from memdir.llm.base import LLM
+from memdir.llm.openai import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV
+from memdir.llm.registry import create_llm
+from memdir.memory import Memory
+
+
+def chat_llm(config: Config) -> LLM:
+    """The chat model: ``[llm]`` from the config, or, with ``provider = "none"``, an
+    OpenAI-compatible endpoint named by ``MEMDIR_LLM_BASE_URL`` / ``MEMDIR_LLM_API_KEY``.
+
+    Raises:
+        ConfigError: no model is configured (the message says exactly what to set).
+        ProviderUnavailable: the configured provider cannot run here.
+    """
+    settings = config.llm
+    if settings.provider == "none" and (
+        os.environ.get(BASE_URL_ENV) or os.environ.get(API_KEY_ENV)
+    ):
+        settings = replace(settings, provider="openai")
+    llm = create_llm(settings)
+    if llm is None:
+        raise ConfigError(
+            "no LLM configured: set provider under [llm] in "
+            f'{memdir_home() / "config.toml"} (e.g. provider = "openai", model = "…", '
+            f'api_key = "env:YOUR_KEY_VAR"), or set {BASE_URL_ENV}, {MODEL_ENV} and '
+            f"{API_KEY_ENV} for an OpenAI-compatible server"
+        )
+    return llm
+
+
+@contextlib.contextmanager
+def _chat_llm(config: Config) -> Iterator[LLM]:
+    llm = chat_llm(config)
+    try:
+        yield llm
+    finally:
+        close: Any = getattr(llm, "close", None)
+        if callable(close):
+            close()
+
+
+def _open(ctx: click.Context, shared: bool, resume: str | None) -> tuple[Memory, Session | None]:
+    workspace: Path = ctx.obj
+    memory = Memory(workspace, scope="shared" if shared else "private")
+    if resume is None:
+        return memory, None
+    try:
+        session = Session.load(memory.workspace.state_dir, resume)
+    except MemdirError:
+        memory.close()
+        raise
+    if session.scope != memory.scope:
+        memory.close()
+        raise MemdirError(
+            f"session {session.id} is a {session.scope} session: "
+            + ("add --shared" if session.scope == "shared" else "leave out --shared")
+        )
+    return memory, session
+
+
+@cli.command("chat")
+@click.option(
+    "--shared",
+    is_flag=True,
+    help="A shared (group) session: MEMORY.md and USER.md stay hidden; writes go to the log.",
+)
+@click.option("--resume", metavar="ID", help="Continue a saved session ('last': the latest).")
+@click.option("--no-recall", is_flag=True, help="Do not add <relevant-memories> to messages.")
+@click.option("--no-capture", is_flag=True, help="Do not auto-capture 'remember …' messages.")
+@click.pass_context
+def chat_command(
+    ctx: click.Context, shared: bool, resume: str | None, no_recall: bool, no_capture: bool
+) -> None:
+    """Chat with an agent that searches, reads and writes your memory.
+
+    Commands: /new, /compact, /remember TEXT, /status, /quit. When stdin is not a terminal,
+    each line is one message or command and replies are printed plainly.
+    """
+    memory, session = _open(ctx, shared, resume)
+    with memory, _chat_llm(memory.config) as llm:
+        agent = ChatAgent(
+            memory, llm, session=session, recall=not no_recall, capture=not no_capture
+        )
+        stdin = sys.stdin
+        if stdin.isatty():
+            _interactive(agent)
+        elif not _scripted(agent, stdin):
+            ctx.exit(1)
+
+
+@cli.command("compact")
+@click.option(
+    "--session",
+    "session_id",
+    default="last",
+    show_default=True,
+    metavar="ID",
+    help="The chat session to compact.",
+)
+@click.option("--shared", is_flag=True, help="The session is a shared one.")
+@click.pass_context
+def compact_command(ctx: click.Context, session_id: str, shared: bool) -> None:
+    """Compact a saved chat session now: memory flush, then summary of all but the last 3
+    user turns. Continue it with `memdir chat --resume ID`."""
+    memory, session = _open(ctx, shared, session_id)
+    with memory, _chat_llm(memory.config) as llm:
+        assert session is not None
+        agent = ChatAgent(memory, llm, session=session, recall=False, capture=False)
+        notes = agent.compact(manual=True)
+        failed = agent.last_compaction is not None and not agent.last_compaction.ok
+        out = stdout()
+        for note in notes[:-1] if failed else notes:
+            out.print(note, markup=False)
+        if failed:
+            raise MemdirError(notes[-1])
+
+
+def _scripted(agent: ChatAgent, stdin: TextIO) -> bool:
+    """One message or command per line; replies on stdout, notes on stderr. Returns False when
+    a line failed."""
+    ok = True
+    for raw in stdin:
+        result = agent.handle(raw)
+        for line in [*result.tools, *result.notes]:
+            click.echo(f"memdir: {line}", err=True)
+        if result.text:
+            click.echo(result.text)
+        if result.error:
+            click.echo(f"memdir: error: {result.error}", err=True)
+            ok = False
+        if result.quit:
+            return ok
+    for note in agent.end():
+        click.echo(f"memdir: {note}", err=True)
+    return ok
+
+
+def _interactive(agent: ChatAgent) -> None:
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    out = stdout()
+    out.print(
+        f"[bold]memdir chat[/] · session {agent.session.id} ({agent.session.scope}) · "
+        f"{agent.llm.name}/{agent.llm.model} · /help for commands, Ctrl-D to quit"
+    )
+    while True:
+        meter = f"{agent.context_tokens():,}/{agent.budget:,} tok"
+        try:
+            line = input(f"[{meter}] you> ")
+        except (EOFError, KeyboardInterrupt):
+            out.print()
+            _show(out, Output(notes=agent.end()))
+            return
+        try:
+            with out.status("thinking…"):
+                result = agent.handle(line)
+        except KeyboardInterrupt:
+            out.print("  · interrupted; your message is kept in the history", style="dim")
+            continue
+        _show(out, result)
+        if result.quit:
+            return
+
+
+def _show(out: Console, result: Output) -> None:
+    for line in result.tools:
+        out.print(f"  · {line}", style="cyan", markup=False)
+    for note in result.notes:
+        out.print(f"  · {note}", style="dim", markup=False)
+    if result.text:
+        out.print(result.text, markup=False)
+    if result.error:
+        out.print(f"error: {result.error}", style="red", markup=False)

@@ -1,0 +1,119 @@
+"""``memdir serve`` (MCP over stdio), ``memdir watch`` and ``memdir remember``."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from memdir.cli.common import print_json, stderr, stdout
+from memdir.cli.main import cli
+from memdir.index.sync import SyncReport
+from memdir.lifecycle.write import SECTIONS
+from memdir.memory import SCOPES, Memory
+
+
+@cli.command("serve")
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    default="private",
+    show_default=True,
+    help="private: the owner's sessions; shared: group chats, MEMORY.md and USER.md hidden.",
+)
+@click.option("--no-watch", is_flag=True, help="Do not watch the files (searches still sync).")
+@click.pass_context
+def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
+    """Run the MCP server over stdio (tools memory_search, memory_get, memory_write).
+
+    Needs the MCP SDK: pip install 'memdir[mcp]'. Point your MCP client at
+    `memdir serve --workspace PATH`; see the README's "MCP setup".
+    """
+    from memdir.mcp_server import serve_stdio
+
+    workspace: Path = ctx.obj
+    # stdout is the protocol channel: anything a provider prints while loading goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        memory = Memory(workspace, scope=scope)
+    with memory:
+        serve_stdio(memory, watch=not no_watch)
+
+
+@cli.command("watch")
+@click.option(
+    "--debounce",
+    type=click.FloatRange(min=0.1, max=60.0),
+    default=1.5,
+    show_default=True,
+    help="Seconds of quiet after a change before the index is synced.",
+)
+@click.pass_context
+def watch_command(ctx: click.Context, debounce: float) -> None:
+    """Keep the index current: sync after Markdown files change, until Ctrl-C."""
+    from memdir.watch import WorkspaceWatcher
+
+    workspace: Path = ctx.obj
+    out, err = stdout(), stderr()
+
+    def synced(report: SyncReport) -> None:
+        if report.changed or report.embedded:
+            out.print(
+                f"synced: {report.added} new, {report.updated} changed, {report.removed} "
+                f"removed; {report.chunks_written} chunks, {report.embedded} embedded"
+            )
+        for warning in report.warnings:
+            err.print(f"[yellow]warning[/]: {warning}")
+
+    def failed(exc: Exception) -> None:
+        err.print(f"[red]sync failed[/]: {exc}", markup=True)
+
+    with Memory(workspace) as memory:
+        watcher = WorkspaceWatcher(memory, debounce=debounce, on_sync=synced, on_error=failed)
+        out.print(f"watching {memory.workspace.root} (Ctrl-C to stop)")
+        watcher.start()
+        try:
+            while watcher.running:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            watcher.stop()
+        out.print("stopped")
+
+
+@cli.command("remember")
+@click.argument("text")
+@click.option(
+    "-s",
+    "--section",
+    type=click.Choice(SECTIONS),
+    help="Add to this MEMORY.md section instead of today's daily log.",
+)
+@click.option(
+    "--daily",
+    is_flag=True,
+    help="Append to today's daily log memory/YYYY-MM-DD.md (the default without --section).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print {path, line, written, ...} as JSON.")
+@click.pass_context
+def remember_command(
+    ctx: click.Context, text: str, section: str | None, daily: bool, as_json: bool
+) -> None:
+    """Save a fact: append it to today's daily log, or add it to a MEMORY.md section.
+
+    A fact already there (exactly, or nearly: same words) is skipped and reported.
+    """
+    if section is not None and daily:
+        raise click.UsageError("--section writes to MEMORY.md; it cannot be used with --daily")
+    workspace: Path = ctx.obj
+    with Memory(workspace) as memory:
+        result = memory.write(text, target="memory" if section else "daily", section=section)
+    if as_json:
+        print_json(result.to_dict())
+    elif result.written:
+        stdout().print(f"remembered in {result.citation}", markup=False)
+    else:
+        stdout().print(result.reason, markup=False)

@@ -1,0 +1,165 @@
+"""Pre-compaction memory flush: one silent turn that may only append to today's daily log.
+
+Before older turns are summarised away (SPEC §7), the model gets one chance to save what matters.
+It sees the conversation plus the ``flush`` prompt and answers either ``NO_REPLY`` or the lines
+to keep. It has no tools and no file access: memdir itself appends each line to
+``memory/YYYY-MM-DD.md`` through the shared writer (:func:`~memdir.lifecycle.write.write_memory`,
+which skips duplicates), so no other file can be touched whatever the model says.
+
+When to flush is the caller's business (:func:`flush_due`, once per compaction cycle); this
+module runs the turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memdir.errors import MemdirError
+from memdir.lifecycle.compact import compaction_budget
+from memdir.lifecycle.write import WriteResult, write_memory
+from memdir.llm.base import LLM, Message
+from memdir.llm.prompts import load_prompt
+from memdir.workspace import MEMORY_DIR, Workspace
+
+NO_REPLY = "NO_REPLY"
+#: Tokens before the compaction budget at which the flush runs (OpenClaw's soft threshold).
+SOFT_THRESHOLD_TOKENS = 4_000
+#: A live transcript this large (bytes since the last compaction) triggers a flush as well.
+TRANSCRIPT_FLUSH_BYTES = 2 * 1024 * 1024
+#: At most this many new lines are appended from one flush (lines the log already has, which
+#: the writer skips, do not count); the rest are dropped with a warning.
+MAX_FLUSH_LINES = 20
+#: A reply longer than this many lines is not read further.
+MAX_FLUSH_SCAN = 100
+
+_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
+_MARKER_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+
+
+@dataclass
+class FlushResult:
+    """What a memory flush wrote.
+
+    Attributes:
+        ok: the model answered (False: ``error`` says why; nothing was written).
+        no_reply: the model answered ``NO_REPLY``.
+        written: the lines appended to the daily log (duplicates are reported, not written).
+        warnings: lines that could not be written, and why.
+        error: the provider failure, when not ``ok``.
+    """
+
+    ok: bool
+    no_reply: bool = False
+    written: list[WriteResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def appended(self) -> int:
+        return sum(1 for result in self.written if result.written)
+
+
+def flush_threshold(context_window: int, max_output_tokens: int) -> int:
+    """Tokens at which the flush runs: the compaction budget minus a soft margin.
+
+    With the defaults that is ``context_window − 20,000 − 4,000``; a small window scales the
+    margin down (a twentieth of the window) so the flush still comes before compaction.
+    """
+    soft = min(SOFT_THRESHOLD_TOKENS, context_window // 20)
+    return max(1, compaction_budget(context_window, max_output_tokens) - soft)
+
+
+def flush_due(
+    tokens: int,
+    transcript_bytes: int,
+    *,
+    context_window: int,
+    max_output_tokens: int,
+    flushed_this_cycle: bool,
+) -> bool:
+    """Whether a flush should run now: not yet this cycle, and the context (or the live
+    transcript) is past its threshold."""
+    if flushed_this_cycle:
+        return False
+    return (
+        tokens >= flush_threshold(context_window, max_output_tokens)
+        or transcript_bytes >= TRANSCRIPT_FLUSH_BYTES
+    )
+
+
+def parse_flush_reply(reply: str) -> list[str] | None:
+    """The lines to append from a flush answer, or None for ``NO_REPLY``.
+
+    List markers and code fences are dropped; a line that is only ``NO_REPLY``, or a JSON tool
+    request (the flush turn has no tools), is ignored.
+    """
+    text = reply.strip()
+    if not text or text.strip("`* ").upper() == NO_REPLY:
+        return None
+    lines = []
+    for raw in text.splitlines():
+        if _FENCE_RE.match(raw):
+            continue
+        line = _MARKER_RE.sub("", raw).strip()
+        if not line or line.strip("`* ").upper() == NO_REPLY:
+            continue
+        if line.startswith("{") and '"tool"' in line:
+            continue  # no tools in this turn: a tool request is not a note
+        lines.append(line.lstrip("#").strip() if line.startswith("#") else line)
+    return [line for line in lines if line] or None
+
+
+def run_memory_flush(
+    workspace: Workspace,
+    messages: Sequence[Message],
+    llm: LLM,
+    *,
+    now: datetime,
+    system: str | None = None,
+    max_tokens: int | None = None,
+) -> FlushResult:
+    """Run the silent flush turn over ``messages`` and append its lines to today's log.
+
+    Args:
+        workspace: where the daily log is.
+        messages: the live conversation (the flush prompt is added as the last user message).
+        llm: the model.
+        now: its date names the daily log.
+        system: the system prompt of the conversation, sent unchanged.
+        max_tokens: the reply limit (None: the provider's setting).
+
+    Returns:
+        What was written; a provider failure gives ``ok=False`` (nothing written, no raise).
+    """
+    day = now.date().isoformat()
+    daily_log = f"{MEMORY_DIR}/{day}.md"
+    prompt = load_prompt("flush").replace("{{daily_log}}", daily_log).replace("{{date}}", day)
+    request = [*messages, Message("user", prompt)]
+    try:
+        reply = llm.complete(request, system=system, max_tokens=max_tokens)
+    except MemdirError as exc:
+        return FlushResult(False, error=f"memory flush failed: {exc}")
+    lines = parse_flush_reply(reply)
+    if lines is None:
+        return FlushResult(True, no_reply=True)
+    result = FlushResult(True)
+    for n, line in enumerate(lines[:MAX_FLUSH_SCAN]):
+        if result.appended >= MAX_FLUSH_LINES:
+            result.warnings.append(
+                f"memory flush: stopped after {MAX_FLUSH_LINES} new lines; "
+                f"{len(lines) - n} more were not written"
+            )
+            break
+        try:
+            result.written.append(write_memory(workspace, line, target="daily", now=now))
+        except MemdirError as exc:
+            result.warnings.append(f"memory flush: a line was not written: {exc}")
+    else:
+        if len(lines) > MAX_FLUSH_SCAN:
+            result.warnings.append(
+                f"memory flush: only the first {MAX_FLUSH_SCAN} of {len(lines)} lines were read"
+            )
+    return result

@@ -1,0 +1,296 @@
+"""Keep the index current while memdir runs: a file watcher with a debounce (SPEC §3).
+
+    with Memory("~/notes") as mem, WorkspaceWatcher(mem):
+        ...  # edits to MEMORY.md, memory/**, skills/** and extra paths are indexed within ~2 s
+
+A burst of changes (an editor saving, an agent appending ten bullets) becomes one
+:meth:`Memory.sync` once the files have been quiet for ``debounce`` seconds (1.5 s), and at the
+latest ``max_delay`` seconds after the first change, so a file written every second is still
+indexed. Changes under ``.memdir/``, in hidden folders and to files that are not indexable
+Markdown are ignored. Syncs run on the watcher's thread under a lock the caller may share (the
+MCP server serialises its tool calls with the same lock); a failed sync is reported to
+``on_error`` and retried on the next change, never raised.
+
+Several processes may work on one workspace at once (two servers, a watcher, a CLI search): the
+index is in WAL mode with a busy timeout and one cross-process writer lock, and
+:func:`retry_when_busy` absorbs the rare "database is locked" that SQLite still reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from memdir.index.sync import SyncReport
+from memdir.memory import Memory
+from memdir.workspace import MEMORY_DIR, MEMORY_FILE, SKILLS_DIR, STATE_DIR, Workspace
+
+#: Quiet time after the last change before the index is synced (seconds).
+DEBOUNCE_S = 1.5
+#: Longest wait after the first change of a burst before syncing anyway (seconds).
+MAX_DELAY_S = 10.0
+#: Events that do not change a file's content or metadata.
+_IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
+
+log = logging.getLogger("memdir.watch")
+T = TypeVar("T")
+
+
+def retry_when_busy(fn: Callable[[], T], *, attempts: int = 5, delay: float = 0.2) -> T:
+    """Call ``fn``; when SQLite says the database is locked or busy, wait and try again.
+
+    The wait doubles from ``delay`` (0.2, 0.4, 0.8, 1.6 s); the last failure is raised.
+    """
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            message = str(exc).lower()
+            if attempt == attempts - 1 or ("locked" not in message and "busy" not in message):
+                raise
+            log.debug("index busy (%s); retrying", exc)
+            time.sleep(delay * 2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def is_indexable_change(workspace: Workspace, path: str, *, is_directory: bool = False) -> bool:
+    """Whether a change at ``path`` can change what the index holds.
+
+    Files: MEMORY.md, ``*.md`` under ``memory/`` and ``skills/``, and extra paths. Folders:
+    ``memory/``, ``skills/`` and anything below them or an extra path (a moved or deleted folder
+    takes its notes with it). Never ``.memdir/`` or hidden folders.
+    """
+    candidate = Path(path)
+    if not is_directory and not candidate.name.lower().endswith(".md"):
+        return False
+    try:
+        parts = candidate.relative_to(workspace.root).parts
+    except ValueError:
+        parts = ()
+    if parts:
+        if parts[0] == STATE_DIR or any(p.startswith(".") for p in parts[:-1]):
+            return False
+        if parts[0] in (MEMORY_DIR, SKILLS_DIR):
+            return is_directory or not parts[-1].startswith(".")
+        if parts == (MEMORY_FILE,) and not is_directory:
+            return True
+    return any(_within(candidate, extra) for extra in workspace.extra_paths)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: WorkspaceWatcher) -> None:
+        self._watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _IGNORED_EVENTS:
+            return
+        # A folder is "modified" whenever any file in it changes; the file's own event counts.
+        if event.is_directory and event.event_type not in ("created", "deleted", "moved"):
+            return
+        workspace = self._watcher.memory.workspace
+        src, dest = (
+            raw.decode() if isinstance(raw, bytes) else raw
+            for raw in (event.src_path, getattr(event, "dest_path", ""))
+        )
+        if event.is_directory:
+            if event.event_type in ("deleted", "moved"):
+                self._watcher.folder_changed(Path(src), gone=True)
+            if event.event_type in ("created", "moved"):
+                self._watcher.folder_changed(Path(dest or src), gone=False)
+        if any(
+            path and is_indexable_change(workspace, path, is_directory=event.is_directory)
+            for path in (src, dest)
+        ):
+            self._watcher.poke()
+
+
+class WorkspaceWatcher:
+    """Watch a workspace's Markdown files and sync the index after they change.
+
+    Args:
+        memory: the Memory whose index to keep current.
+        debounce: quiet seconds after the last change before syncing.
+        max_delay: most seconds between the first change of a burst and its sync.
+        lock: held around every sync; share it with other users of ``memory`` on other threads.
+        on_sync: called with each sync's report (on the watcher thread).
+        on_error: called with the exception of a failed sync; default: logged.
+        initial_sync: sync once at start, to catch up with changes made while not watching.
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        debounce: float = DEBOUNCE_S,
+        max_delay: float = MAX_DELAY_S,
+        lock: threading.Lock | threading.RLock | None = None,
+        on_sync: Callable[[SyncReport], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+        initial_sync: bool = True,
+    ) -> None:
+        self.memory = memory
+        self.debounce = debounce
+        self.max_delay = max(max_delay, debounce)
+        self.lock = lock if lock is not None else threading.Lock()
+        self.on_sync = on_sync
+        self.on_error = on_error
+        self.syncs = 0
+        self._initial_sync = initial_sync
+        self._cond = threading.Condition()
+        self._first_change: float | None = None
+        self._last_change = 0.0
+        self._stopping = False
+        self._observer: BaseObserver | None = None
+        self._handler = _Handler(self)
+        self._watches: dict[Path, ObservedWatch] = {}
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> WorkspaceWatcher:
+        """Start watching (idempotent); returns self."""
+        if self._thread is not None:
+            return self
+        observer = Observer()
+        self._observer = observer
+        root = self.memory.workspace.root
+        # The root alone (for MEMORY.md), then the note folders: never .memdir/ or .git/.
+        self._schedule(root, recursive=False)
+        for folder in self._note_folders():
+            self._schedule(folder, recursive=True)
+        for extra in self.memory.workspace.extra_paths:
+            if any(_within(extra, folder) for folder in self._note_folders()):
+                continue
+            if extra.is_dir():
+                self._schedule(extra, recursive=True)
+            else:
+                self._schedule(extra.parent, recursive=False)
+        observer.daemon = True
+        observer.start()
+        self._stopping = False
+        if self._initial_sync:
+            with self._cond:
+                self._first_change = self._last_change = time.monotonic() - self.max_delay
+        self._thread = threading.Thread(target=self._run, name="memdir-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def _note_folders(self) -> tuple[Path, Path]:
+        root = self.memory.workspace.root
+        return root / MEMORY_DIR, root / SKILLS_DIR
+
+    def _schedule(self, folder: Path, *, recursive: bool) -> None:
+        if self._observer is None or folder in self._watches or not folder.is_dir():
+            return
+        try:
+            self._watches[folder] = self._observer.schedule(
+                self._handler, str(folder), recursive=recursive
+            )
+        except OSError as exc:  # e.g. the inotify watch limit
+            log.warning("memdir watch: cannot watch %s: %s", folder, exc)
+
+    def folder_changed(self, folder: Path, *, gone: bool) -> None:
+        """Start watching ``memory/`` or ``skills/`` when it appears; forget it when it goes."""
+        if folder not in self._note_folders():
+            return
+        if not gone:
+            self._schedule(folder, recursive=True)
+            return
+        watch = self._watches.pop(folder, None)
+        if watch is not None and self._observer is not None:
+            with contextlib.suppress(KeyError, OSError):
+                self._observer.unschedule(watch)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop watching and wait for a sync in progress to finish."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout)
+            self._observer = None
+            self._watches.clear()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self) -> WorkspaceWatcher:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- debounce -------------------------------------------------------------------------
+
+    def poke(self) -> None:
+        """Note a change: a sync follows once things are quiet."""
+        with self._cond:
+            now = time.monotonic()
+            if self._first_change is None:
+                self._first_change = now
+            self._last_change = now
+            self._cond.notify_all()
+
+    def _due_in(self) -> float | None:
+        """Seconds until the pending sync is due (≤ 0: now), or None when nothing is pending."""
+        if self._first_change is None:
+            return None
+        quiet_at = self._last_change + self.debounce
+        latest = self._first_change + self.max_delay
+        return min(quiet_at, latest) - time.monotonic()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping:
+                    due = self._due_in()
+                    if due is not None and due <= 0:
+                        break
+                    self._cond.wait(timeout=due)
+                if self._stopping:
+                    return
+                self._first_change = None
+            self._sync()
+
+    def _sync(self) -> None:
+        try:
+            with self.lock:
+                report = retry_when_busy(self.memory.sync)
+        except Exception as exc:
+            if self.on_error is not None:
+                self.on_error(exc)
+            else:
+                log.warning("memdir watch: sync failed: %s", exc)
+            return
+        self.syncs += 1
+        if self.on_sync is not None:
+            self.on_sync(report)

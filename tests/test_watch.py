@@ -1,0 +1,196 @@
+"""The file watcher: index kept current without explicit syncs, debounce, filters, retries."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memdir import Memory
+from memdir.watch import WorkspaceWatcher, is_indexable_change, retry_when_busy
+from memdir.workspace import Workspace
+from tests.helpers import write
+
+
+def wait_until_indexed(root: Path, rel: str, *, seconds: float = 10.0) -> bool:
+    """Poll the index file (read-only, no sync) until it has ``rel``."""
+    deadline = time.monotonic() + seconds
+    db = root / ".memdir" / "index.sqlite"
+    while time.monotonic() < deadline:
+        if db.exists():
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+            try:
+                row = conn.execute("SELECT 1 FROM files WHERE path = ?", (rel,)).fetchone()
+            except sqlite3.OperationalError:
+                row = None
+            finally:
+                conn.close()
+            if row:
+                return True
+        time.sleep(0.1)
+    return False
+
+
+def test_the_watcher_indexes_a_new_file_without_a_sync(memory: Memory, workspace: Path) -> None:
+    with WorkspaceWatcher(memory, debounce=0.3):
+        write(workspace, "memory/2026-11-29.md", "- the zeppelin tour is booked\n")
+        assert wait_until_indexed(workspace, "memory/2026-11-29.md")
+        write(workspace, "skills/fly/SKILL.md", "# Fly\nhow to fly a zeppelin\n")
+        assert wait_until_indexed(workspace, "skills/fly/SKILL.md")
+
+
+def test_a_notes_folder_created_or_moved_later_is_watched(memory: Memory, workspace: Path) -> None:
+    import shutil
+
+    shutil.rmtree(workspace / "skills")
+    with WorkspaceWatcher(memory, debounce=0.3):
+        write(workspace, "skills/new/SKILL.md", "# New skill\n")
+        assert wait_until_indexed(workspace, "skills/new/SKILL.md")
+        write(workspace, "skills/new/MORE.md", "# More\n")
+        assert wait_until_indexed(workspace, "skills/new/MORE.md")
+        (workspace / "skills").rename(workspace / "old-skills")
+        write(workspace, "staging/fresh/SKILL.md", "# Fresh\n")
+        (workspace / "staging").rename(workspace / "skills")
+        assert wait_until_indexed(workspace, "skills/fresh/SKILL.md")
+        write(workspace, "skills/fresh/LATER.md", "# Later\n")
+        assert wait_until_indexed(workspace, "skills/fresh/LATER.md")
+
+
+def test_a_burst_of_changes_is_one_sync(memory: Memory, workspace: Path) -> None:
+    memory.sync()
+    reports = []
+    watcher = WorkspaceWatcher(memory, debounce=0.8, on_sync=reports.append, initial_sync=False)
+    with watcher:
+        for i in range(5):
+            write(workspace, f"memory/note-{i}.md", f"- note {i}\n")
+        assert wait_until_indexed(workspace, "memory/note-4.md")
+        time.sleep(1.2)
+    assert watcher.syncs == 1 and reports[0].added == 5
+
+
+def test_state_dir_and_other_files_do_not_trigger_a_sync(memory: Memory, workspace: Path) -> None:
+    watcher = WorkspaceWatcher(memory, debounce=0.2, initial_sync=False)
+    with watcher:
+        write(workspace, ".memdir/scratch.md", "x")
+        write(workspace, "memory/picture.png", "x")
+        write(workspace, "notes.md", "x")
+        write(workspace, ".git/memory/x.md", "x")
+        time.sleep(1.0)
+    assert watcher.syncs == 0
+
+
+def test_which_changes_count(workspace: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "project"
+    extra.mkdir()
+    ws = Workspace(workspace, (str(extra),))
+    root = ws.root
+
+    def check(path: Path, *, is_directory: bool = False) -> bool:
+        return is_indexable_change(ws, str(path), is_directory=is_directory)
+
+    assert check(root / "MEMORY.md")
+    assert check(root / "memory" / "2026-11-30.md")
+    assert check(root / "skills" / "deploy" / "SKILL.MD")
+    assert check(root / "memory", is_directory=True)
+    assert check(extra / "CLAUDE.md")
+    assert not check(root / "USER.md")
+    assert not check(root / "memory" / "a.txt")
+    assert not check(root / ".memdir" / "index.sqlite-wal")
+    assert not check(root / "memory" / ".hidden" / "x.md")
+    assert not check(root / "memory" / ".MEMORY.md.abc.tmp")
+    assert not check(tmp_path / "elsewhere.md")
+
+
+def test_continuous_changes_still_sync_within_max_delay(memory: Memory) -> None:
+    watcher = WorkspaceWatcher(memory, debounce=1.0, max_delay=0.5, initial_sync=False)
+    with watcher:
+        started = time.monotonic()
+        while watcher.syncs == 0 and time.monotonic() - started < 5:
+            watcher.poke()
+            time.sleep(0.05)
+    assert watcher.syncs >= 1 and time.monotonic() - started < 2
+
+
+def test_a_failed_sync_is_reported_and_the_watcher_goes_on(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    errors: list[Exception] = []
+    calls = []
+
+    def flaky_sync() -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("disk on fire")
+        return original()
+
+    original = memory.sync
+    monkeypatch.setattr(memory, "sync", flaky_sync)
+    watcher = WorkspaceWatcher(memory, debounce=0.1, on_error=errors.append)
+    with watcher:
+        deadline = time.monotonic() + 5
+        while not errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        watcher.poke()
+        while watcher.syncs == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert [str(e) for e in errors] == ["disk on fire"] and watcher.syncs == 1
+
+
+def test_retry_when_busy() -> None:
+    attempts = []
+
+    def locked_twice() -> str:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "ok"
+
+    assert retry_when_busy(locked_twice, delay=0.01) == "ok" and len(attempts) == 3
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        retry_when_busy(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("no such table")))
+    with pytest.raises(sqlite3.OperationalError, match="busy"):
+        retry_when_busy(
+            lambda: (_ for _ in ()).throw(sqlite3.OperationalError("database is busy")),
+            attempts=2,
+            delay=0.01,
+        )
+
+
+def test_the_lock_is_shared_with_the_caller(memory: Memory, workspace: Path) -> None:
+    lock = threading.Lock()
+    watcher = WorkspaceWatcher(memory, debounce=0.1, lock=lock, initial_sync=False)
+    with watcher:
+        with lock:
+            write(workspace, "memory/held.md", "- while the lock is held\n")
+            time.sleep(0.6)
+            assert watcher.syncs == 0  # waiting for the lock
+        assert wait_until_indexed(workspace, "memory/held.md")
+
+
+def test_memdir_watch_command_syncs_and_stops_cleanly_on_ctrl_c(
+    workspace: Path, isolated_env: Path
+) -> None:
+    (isolated_env / "config.toml").write_text('[embedding]\nprovider = "fake"\n', encoding="utf-8")
+    env = {**os.environ, "MEMDIR_HOME": str(isolated_env)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memdir", "-w", str(workspace), "watch", "--debounce", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        write(workspace, "memory/cli.md", "- watched from the command line\n")
+        assert wait_until_indexed(workspace, "memory/cli.md")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=15)
+    assert proc.returncode == 0, stderr
+    assert "watching" in stdout and "synced:" in stdout and stdout.rstrip().endswith("stopped")
