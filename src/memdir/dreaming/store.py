@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import IndexStoreError
+from memdir.index.schema import apply_migrations
 from memdir.search import SearchResponse
 from memdir.text import has_cjk, stem
 from memdir.workspace import is_daily_log
@@ -390,26 +391,13 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Apply the missing migrations, each in its own transaction."""
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version > SCHEMA_VERSION:
-        raise IndexStoreError(
-            f"the recall store is from a newer memdir (schema {version} > {SCHEMA_VERSION}): "
-            "upgrade memdir"
-        )
-    while version < SCHEMA_VERSION:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            if version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                version += 1
-                conn.execute(f"PRAGMA user_version = {version}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+    apply_migrations(
+        conn,
+        MIGRATIONS,
+        newer=lambda found, known: IndexStoreError(
+            f"the recall store is from a newer memdir (schema {found} > {known}): upgrade memdir"
+        ),
+    )
 
 
 __all__ = [

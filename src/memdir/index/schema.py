@@ -16,6 +16,7 @@ Never edit a migration that has shipped: add the next one. Tables (SPEC §3):
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema
@@ -75,26 +76,50 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Apply the migrations this database lacks, each in its own transaction.
-
-    Returns:
-        The schema version after migrating.
+    """Apply the index migrations this database lacks (see :func:`apply_migrations`).
 
     Raises:
         sqlite3.DatabaseError: the file is newer than this memdir or not a database.
     """
+    return apply_migrations(
+        conn,
+        MIGRATIONS,
+        newer=lambda found, known: sqlite3.DatabaseError(
+            f"index schema {found} is newer than this memdir ({known})"
+        ),
+    )
+
+
+def apply_migrations(
+    conn: sqlite3.Connection,
+    migrations: Sequence[str],
+    *,
+    newer: Callable[[int, int], Exception],
+) -> int:
+    """Bring ``PRAGMA user_version`` up to ``len(migrations)``, one transaction per migration.
+
+    Safe when several processes open a new database at once: each migration re-reads the
+    version after taking the write lock.
+
+    Args:
+        conn: a connection in autocommit mode (``isolation_level=None``).
+        migrations: SQL scripts; statements separated by ``;`` (no triggers).
+        newer: builds the error raised when the database is newer than ``migrations``.
+
+    Returns:
+        The schema version after migrating.
+    """
+    target = len(migrations)
     version = _user_version(conn)
-    if version > SCHEMA_VERSION:
-        raise sqlite3.DatabaseError(
-            f"index schema {version} is newer than this memdir ({SCHEMA_VERSION})"
-        )
-    while version < SCHEMA_VERSION:
+    if version > target:
+        raise newer(version, target)
+    while version < target:
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have migrated while we waited for the write lock.
             version = _user_version(conn)
-            if version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version].split(";"):
+            if version < target:
+                for statement in migrations[version].split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 version += 1
@@ -103,7 +128,7 @@ def migrate(conn: sqlite3.Connection) -> int:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    return SCHEMA_VERSION
+    return target
 
 
 def _user_version(conn: sqlite3.Connection) -> int:
