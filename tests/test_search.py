@@ -19,7 +19,9 @@ from memdir.search import (
     keyword_only_scores,
     make_snippet,
     merge_hybrid,
+    merge_rrf,
     mmr_rerank,
+    term_weights,
 )
 from memdir.text import query_terms
 
@@ -158,9 +160,37 @@ def test_keyword_only_scores_reward_coverage() -> None:
 
 
 def test_snippet_is_whole_chunk_when_short_and_centred_on_matches_when_long() -> None:
-    assert make_snippet("short text", ["x"], 700) == "short text"
+    assert make_snippet("short text", {"x": 1.0}, 700) == "short text"
     lines = [f"filler line {i} " + "zzz " * 20 for i in range(40)]
     lines[30] = "the kubernetes namespace is payments"
-    snippet = make_snippet("\n".join(lines), query_terms("kubernetes payments"), 700)
+    weights = dict.fromkeys(query_terms("kubernetes payments"), 1.0)
+    snippet = make_snippet("\n".join(lines), weights, 700)
     assert len(snippet) <= 700
     assert "kubernetes namespace" in snippet
+
+
+def test_rrf_ranks_by_both_legs_and_normalises_to_one() -> None:
+    both = cand("a", "x", vector=0.9, t=0.8, hit=True)
+    vec_only = cand("b", "y", vector=0.95)
+    text_only = cand("c", "z", t=0.9, hit=True)
+    merge_rrf([both, vec_only, text_only], 0.5, 0.5, 60)
+    # "a" is 2nd in vectors and 2nd in text; "b" 1st in vectors only; "c" 1st in text only.
+    assert both.score == pytest.approx((0.5 / 62 + 0.5 / 62) / (1 / 61))
+    assert vec_only.score == pytest.approx((0.5 / 61) / (1 / 61))
+    assert both.score > vec_only.score == pytest.approx(text_only.score)
+    top = cand("d", "w", vector=1.0, t=1.0, hit=True)
+    merge_rrf([top], 0.7, 0.3, 60)
+    assert top.score == pytest.approx(1.0)
+
+
+def test_decay_floor_keeps_a_share_of_the_score() -> None:
+    now = datetime(2026, 11, 30, 12)
+    old = cand("memory/2025-11-30.md", "x", score=1.0)
+    apply_temporal_decay([old], now=now, half_life_days=30, floor=0.8)
+    assert 0.8 < old.score < 0.8001
+
+
+def test_term_weights_favour_rare_terms() -> None:
+    texts = ["redis lock port", "redis cache", "redis kafka", "postgres vacuum"]
+    weights = term_weights(query_terms("redis kafka"), texts)
+    assert weights["kafka"] > weights["redi"] > 0

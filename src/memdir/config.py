@@ -96,6 +96,12 @@ class SearchConfig:
     #: ``or``: memdir's segmented terms, stopwords dropped, OR-ed; ``and``: OpenClaw's raw
     #: word runs AND-ed (for benchmarks).
     keyword_query: str = "or"
+    #: ``weighted``: ``vector_weight·vector + text_weight·text`` (SPEC §5); ``rrf``: reciprocal
+    #: rank fusion ``Σ w/(rrf_k + rank)``, normalised so rank 1 in both legs scores 1.
+    fusion: str = "weighted"
+    rrf_k: int = 60
+    #: Decay keeps at least this share of a score: ``score·(floor + (1 − floor)·decay)``.
+    decay_floor: float = 0.0
 
     def __post_init__(self) -> None:
         problems = []

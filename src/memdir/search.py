@@ -15,7 +15,7 @@ below ``min_score``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -128,6 +128,34 @@ def merge_hybrid(candidates: Sequence[Candidate], vector_weight: float, text_wei
         cand.score = vector_weight * cand.vector + text_weight * cand.text
 
 
+def merge_rrf(
+    candidates: Sequence[Candidate], vector_weight: float, text_weight: float, k: int
+) -> None:
+    """Reciprocal rank fusion: ``w_v/(k + rank_v) + w_t/(k + rank_t)``, divided by its value for
+    rank 1 in both legs (so that scores lie in [0, 1]). A leg that did not return the candidate
+    adds nothing.
+    """
+    best = (vector_weight + text_weight) / (k + 1) or 1.0
+    by_vector = sorted((c for c in candidates if c.vector > 0), key=lambda c: -c.vector)
+    by_text = sorted((c for c in candidates if c.keyword_hit), key=lambda c: -c.text)
+    vector_rank = {id(c): r for r, c in enumerate(by_vector, start=1)}
+    text_rank = {id(c): r for r, c in enumerate(by_text, start=1)}
+    for cand in candidates:
+        total = 0.0
+        if id(cand) in vector_rank:
+            total += vector_weight / (k + vector_rank[id(cand)])
+        if id(cand) in text_rank:
+            total += text_weight / (k + text_rank[id(cand)])
+        cand.score = total / best
+
+
+#: ``search.fusion`` → how the two legs become one score.
+FUSIONS = {
+    "weighted": lambda pool, cfg: merge_hybrid(pool, cfg.vector_weight, cfg.text_weight),
+    "rrf": lambda pool, cfg: merge_rrf(pool, cfg.vector_weight, cfg.text_weight, cfg.rrf_k),
+}
+
+
 def file_date(path: str) -> date | None:
     """The date of a daily log ``memory/YYYY-MM-DD.md``; None for evergreen files."""
     day = is_daily_log(path)
@@ -147,6 +175,7 @@ def apply_temporal_decay(
     now: datetime,
     half_life_days: float,
     extra_mtimes: dict[str, float] | None = None,
+    floor: float = 0.0,
 ) -> None:
     """Scale daily-log scores (and extra paths', by mtime) by their age; others are evergreen."""
     today = now.date()
@@ -160,7 +189,7 @@ def apply_temporal_decay(
         if age is None:
             continue
         cand.age_days = age
-        cand.decay = decay_factor(age, half_life_days)
+        cand.decay = floor + (1.0 - floor) * decay_factor(age, half_life_days)
         cand.score *= cand.decay
 
 
@@ -230,25 +259,37 @@ def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -
         )
 
 
-def make_snippet(text: str, terms: Sequence[str], limit: int) -> str:
-    """Up to ``limit`` chars of ``text``: the whole chunk if it fits, else the window of lines
-    with the most query-term hits."""
+def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
+    """Up to ``limit`` chars of ``text``: the whole chunk if it fits, else the window of whole
+    lines whose query terms weigh the most (``weights``: term → weight, e.g. its rarity)."""
     if len(text) <= limit:
         return text
     lines = text.split("\n")
-    wanted = set(terms)
-    weights = [len(wanted.intersection(index_tokens(line))) for line in lines]
-    best_start, best_weight = 0, -1
+    line_weights = [sum(weights.get(t, 0.0) for t in set(index_tokens(line))) for line in lines]
+    best_start, best_weight = 0, -1.0
     for start in range(len(lines)):
-        size, weight = 0, 0
+        size, weight = 0, 0.0
         for i in range(start, len(lines)):
             size += len(lines[i]) + 1
             if size > limit and i > start:
                 break
-            weight += weights[i]
+            weight += line_weights[i]
         if weight > best_weight:
             best_start, best_weight = start, weight
     return "\n".join(lines[best_start:])[:limit]
+
+
+def term_weights(terms: Sequence[str], texts: Sequence[str]) -> dict[str, float]:
+    """Weight each query term by its rarity among ``texts`` (the candidates): a term found in
+    every candidate tells the snippet little, a rare one a lot."""
+    if not terms:
+        return {}
+    token_sets = [set(index_tokens(t)) for t in texts]
+    n = len(token_sets)
+    return {
+        term: math.log(1.0 + (n + 1) / (sum(1 for ts in token_sets if term in ts) + 0.5))
+        for term in terms
+    }
 
 
 # -- composition --------------------------------------------------------------------------
@@ -312,7 +353,10 @@ def run_search(
     if mode == "keyword":
         keyword_only_scores(pool, terms)
     else:
-        merge_hybrid(pool, config.vector_weight, config.text_weight)
+        fuse = FUSIONS.get(config.fusion)
+        if fuse is None:
+            raise ConfigError(f"search.fusion must be one of {', '.join(FUSIONS)}")
+        fuse(pool, config)
     if config.decay:
         extra_mtimes = (
             manager.read(lambda store: store.file_mtimes(source="extra"))
@@ -320,7 +364,11 @@ def run_search(
             else None
         )
         apply_temporal_decay(
-            pool, now=now, half_life_days=config.half_life_days, extra_mtimes=extra_mtimes
+            pool,
+            now=now,
+            half_life_days=config.half_life_days,
+            extra_mtimes=extra_mtimes,
+            floor=config.decay_floor,
         )
     pool.sort(key=lambda c: (-c.score, c.chunk.path, c.chunk.start_line))
     pool = pool[:n_candidates]
@@ -331,7 +379,9 @@ def run_search(
             warnings.append("no result passed min_score; showing keyword matches")
     else:
         kept = ranked  # keyword-only mode returns its best even below min_score
-    results = [_to_result(c, terms, config.snippet_chars) for c in kept[:k]]
+    chosen = kept[:k]
+    weights = term_weights(terms, [c.chunk.text for c in pool])
+    results = [_to_result(c, weights, config.snippet_chars) for c in chosen]
     if match is None and not query.strip():
         warnings.append("empty query")
     elif match is None:
@@ -343,14 +393,14 @@ def _placeholder(seq: int) -> ChunkRow:
     return ChunkRow(seq, "", "", "", 0, 0, "")
 
 
-def _to_result(cand: Candidate, terms: Sequence[str], snippet_chars: int) -> SearchResult:
+def _to_result(cand: Candidate, weights: Mapping[str, float], snippet_chars: int) -> SearchResult:
     chunk = cand.chunk
     return SearchResult(
         path=chunk.path,
         start_line=chunk.start_line,
         end_line=chunk.end_line,
         score=cand.score,
-        snippet=make_snippet(chunk.text, terms, snippet_chars),
+        snippet=make_snippet(chunk.text, weights, snippet_chars),
         source=chunk.source,
         citation=f"{chunk.path}#L{chunk.start_line}-L{chunk.end_line}",
         explain={
