@@ -182,7 +182,9 @@ def similarity_tokens(text: str) -> frozenset[str]:
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """Jaccard similarity of two token collections (0 when both are empty)."""
-    sa, sb = set(a), set(b)
+    sa = a if isinstance(a, frozenset | set) else set(a)
+    sb = b if isinstance(b, frozenset | set) else set(b)
     if not sa and not sb:
         return 0.0
-    return len(sa & sb) / len(sa | sb)
+    inter = len(sa & sb)
+    return inter / (len(sa) + len(sb) - inter)

@@ -84,11 +84,18 @@ _TEMPLATES: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class FileEntry:
-    """One indexable Markdown file: its workspace-relative path and where it came from."""
+    """One indexable Markdown file: its workspace-relative path, where it came from, and the
+    (mtime, size) seen when the folder was listed (so a freshness check needs no second stat)."""
 
     path: str  # posix path relative to the workspace, or the absolute path of an extra file
-    abspath: Path
+    location: str  # absolute path
     source: str  # "memory" for workspace files, "extra" for configured extra paths
+    mtime_ns: int = -1
+    size: int = -1
+
+    @property
+    def abspath(self) -> Path:
+        return Path(self.location)
 
 
 class Workspace:
@@ -127,23 +134,36 @@ class Workspace:
         return self.root / MEMORY_DIR / f"{day}.md"
 
     def iter_files(self) -> Iterator[FileEntry]:
-        """Yield every indexable Markdown file, sorted, without following symlinks (SPEC §3)."""
-        seen: set[Path] = set()
-        memory = self.root / MEMORY_FILE
-        if _is_regular_md(memory):
+        """Yield every indexable Markdown file, sorted, without following symlinks (SPEC §3).
+
+        Uses ``os.scandir`` so that each file costs one ``lstat`` (a search runs this first).
+        """
+        seen: set[str] = set()
+        root = str(self.root)
+        memory = os.path.join(root, MEMORY_FILE)
+        st = _regular_md_stat(memory)
+        if st is not None:
             seen.add(memory)
-            yield FileEntry(MEMORY_FILE, memory, "memory")
+            yield FileEntry(MEMORY_FILE, memory, "memory", st.st_mtime_ns, st.st_size)
         for folder in (MEMORY_DIR, SKILLS_DIR):
-            for abspath in _walk_md(self.root / folder):
-                seen.add(abspath)
-                yield FileEntry(abspath.relative_to(self.root).as_posix(), abspath, "memory")
+            for location, rel, st in _walk_md(os.path.join(root, folder), folder):
+                seen.add(location)
+                yield FileEntry(rel, location, "memory", st.st_mtime_ns, st.st_size)
         for extra in self.extra_paths:
-            candidates = [extra] if _is_regular_md(extra) else list(_walk_md(extra))
-            for abspath in candidates:
+            location = str(extra)
+            st = _regular_md_stat(location)
+            found = [(location, "", st)] if st is not None else list(_walk_md(location, ""))
+            for abspath, _, entry_stat in found:
                 if abspath in seen:
                     continue
                 seen.add(abspath)
-                yield FileEntry(self.display_path(abspath), abspath, "extra")
+                yield FileEntry(
+                    self.display_path(Path(abspath)),
+                    abspath,
+                    "extra",
+                    entry_stat.st_mtime_ns,
+                    entry_stat.st_size,
+                )
 
     def display_path(self, abspath: Path) -> str:
         """Workspace-relative posix path when inside the workspace, else the absolute path."""
@@ -353,27 +373,44 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _is_regular_md(path: Path) -> bool:
+def _regular_md_stat(path: str) -> os.stat_result | None:
+    """The ``lstat`` of ``path`` when it is a regular ``.md`` file (not a symlink), else None."""
+    if not path.lower().endswith(".md"):
+        return None
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and path.name.lower().endswith(".md")
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
-def _walk_md(folder: Path) -> Iterator[Path]:
-    """Markdown files under ``folder``, sorted, skipping symlinks and hidden folders."""
-    try:
-        if not stat.S_ISDIR(folder.lstat().st_mode):
-            return
-    except OSError:
+def _walk_md(folder: str, rel: str) -> Iterator[tuple[str, str, os.stat_result]]:
+    """``(absolute path, posix path relative to the workspace, lstat)`` of the Markdown files
+    under ``folder``, sorted, skipping symlinks and hidden folders."""
+    if os.path.islink(folder):
         return
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            candidate = Path(dirpath) / name
-            if _is_regular_md(candidate):
-                yield candidate
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:  # missing, not a folder, unreadable
+        return
+    subfolders = []
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        prefix = f"{rel}/{entry.name}" if rel else entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if not entry.name.startswith("."):
+                subfolders.append((entry.path, prefix))
+        elif entry.name.lower().endswith(".md"):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield entry.path, prefix, st
+    for path, prefix in subfolders:
+        yield from _walk_md(path, prefix)
 
 
 def _within(path: Path, folder: Path) -> bool:

@@ -77,11 +77,7 @@ def scan_dirty(store: IndexStore, workspace: Workspace) -> DirtyState:
     for entry in workspace.iter_files():
         seen.add(entry.path)
         row = known.get(entry.path)
-        try:
-            st = entry.abspath.lstat()
-        except OSError:
-            continue
-        if row is None or row.mtime_ns != st.st_mtime_ns or row.size != st.st_size:
+        if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
             changed.append(entry)
     deleted = tuple(sorted(set(known) - seen))
     return DirtyState(tuple(changed), deleted)
