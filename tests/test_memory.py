@@ -89,15 +89,23 @@ def test_results_carry_explain_parts(filled: Memory) -> None:
     }
 
 
-def test_temporal_decay_uses_memdir_now(filled: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_temporal_decay_uses_memdir_now(
+    filled: Memory, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMDIR_NOW", "2026-12-27T09:00")
-    hit = next(
+    config = load_config(workspace, {"search": {"decay": True}})
+    with Memory(workspace, config=config, embedder=FakeEmbedder()) as mem:
+        results = mem.search("Bob code reviews morning").results
+    hit = next(h for h in results if h.path == "memory/2026-11-27.md")
+    assert hit.explain["age_days"] == 30
+    assert hit.explain["decay"] == pytest.approx(0.5)
+    # Off by default: no decay applied.
+    default_hit = next(
         h
         for h in filled.search("Bob code reviews morning").results
         if h.path == "memory/2026-11-27.md"
     )
-    assert hit.explain["age_days"] == 30
-    assert hit.explain["decay"] == pytest.approx(0.5)
+    assert default_hit.explain["decay"] == 1.0
 
 
 @pytest.mark.parametrize("query", ['"', "*", "NEAR(", "AND", "-", 'redis" OR "x', "a:b", "^"])

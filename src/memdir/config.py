@@ -91,7 +91,9 @@ class SearchConfig:
     snippet_chars: int = 700
     mmr: bool = True
     mmr_lambda: float = 0.7
-    decay: bool = True
+    #: Off by default: on LoCoMo (dev split) any decay cost recall of older sessions
+    #: (seen@6 0.756 → 0.201 at a 30-day half-life); see docs/benchmarks.md.
+    decay: bool = False
     half_life_days: float = 30.0
     #: ``or``: memdir's segmented terms, stopwords dropped, OR-ed; ``and``: OpenClaw's raw
     #: word runs AND-ed (for benchmarks).
