@@ -1,0 +1,134 @@
+"""Smoke tests of the retrieval benchmarks (benchmarks/locomo.py, benchmarks/cmrc.py).
+
+They run each script's ``main(argv)`` in-process on a small slice of the real data sets with the
+fake embedder (no model, no network; memsearch is not run). The data sets live outside the
+repository, in ``shared/data`` next to it (``MEMDIR_BENCH_DATA`` overrides); the tests skip
+when it is absent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "benchmarks"
+DATA = Path(os.environ.get("MEMDIR_BENCH_DATA") or REPO.parent / "shared" / "data")
+LOCOMO = DATA / "locomo" / "locomo10.json"
+CMRC = DATA / "cmrc2018" / "cmrc2018_dev.json"
+CONFIGS = ("default", "keyword", "openclaw")
+
+
+def load_script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def _bench_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.setattr(sys, "argv", ["pytest"])
+
+
+def table_rows(text: str, header_start: str) -> dict[str, dict[str, str]]:
+    """Rows of the first Markdown table whose header starts with ``header_start``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    headers = [c.strip() for c in lines[start].strip("|").split("|")]
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(headers, cells, strict=True))
+    return rows
+
+
+def assert_fraction(value: object) -> None:
+    number = float(value)  # type: ignore[arg-type]
+    assert 0.0 <= number <= 1.0, value
+
+
+@pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
+def test_locomo_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))[:2]
+    for sample in data:  # keep the run short: 12 questions per conversation
+        sample["qa"] = sample["qa"][:12]
+    sliced = tmp_path / "locomo2.json"
+    sliced.write_text(json.dumps(data), encoding="utf-8")
+    out_json = tmp_path / "out.json"
+    argv = ["--data", str(sliced), "--embedder", "fake", "--configs", ",".join(CONFIGS)]
+    argv += ["--cache", str(tmp_path / "cache"), "--json", str(out_json)]
+
+    assert load_script("locomo").main(argv) == 0
+    text = capsys.readouterr().out
+    assert "Split: dev" in text
+    for layout in ("sessions", "daily"):
+        section = text.split(f"### Layout `{layout}`", 1)[1]
+        rows = table_rows(section, "| config |")
+        assert set(rows) == set(CONFIGS)
+        for row in rows.values():
+            for header, cell in row.items():
+                if "seen@" in header or header in ("located@6", "all-found@6"):
+                    assert_fraction(cell)
+            assert float(row["p50 ms"]) >= 0
+    raw = json.loads(out_json.read_text(encoding="utf-8"))
+    for layout, by_config in raw["results"].items():
+        assert set(by_config) == set(CONFIGS), layout
+        for metrics in by_config.values():
+            assert metrics["questions"] > 0
+            for key in ("seen@1", "seen@3", "seen@6", "located@6", "all_seen@6"):
+                assert_fraction(metrics[key])
+            assert metrics["seen@1"] <= metrics["seen@3"] <= metrics["seen@6"]
+
+
+@pytest.mark.skipif(not CMRC.is_file(), reason=f"CMRC data not found at {CMRC}")
+def test_cmrc_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--data", str(CMRC), "--limit", "20", "--question-stride", "2", "--embedder", "fake"]
+    argv += ["--configs", ",".join(CONFIGS), "--cache", str(tmp_path / "cache")]
+
+    assert load_script("cmrc").main(argv) == 0
+    text = capsys.readouterr().out
+    assert "20 paragraphs" in text and "(one in 2 of 74)" in text
+    rows = table_rows(text, "| config |")
+    assert set(rows) == set(CONFIGS)
+    for row in rows.values():
+        for key in ("R@1", "R@6", "MRR@6", "answer@6"):
+            assert_fraction(row[key])
+        assert float(row["R@1"]) <= float(row["R@6"])
+    assert rows["keyword"]["R@6"] != "n/a"
+
+
+@pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
+def test_locomo_files_and_evidence() -> None:
+    """Every turn tag sits on the line recorded for it; odd evidence ids are normalised."""
+    locomo = load_script("locomo")
+    sample = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
+    sessions = locomo.load_sessions(sample["conversation"])
+    for layout in locomo.LAYOUTS:
+        files, where = locomo.build_layout(sessions, layout)
+        assert all(re.fullmatch(r"memory/\d{4}-\d{2}-\d{2}(-session-\d+)?\.md", p) for p in files)
+        for dia_id, (path, line) in where.items():
+            assert files[path].split("\n")[line - 1].startswith(f"[{dia_id}] ")
+        first = files[min(files)].split("\n", 1)[0]
+        assert first == f"# {sessions[0].date_time}"
+    known = {"D11:26", "D30:5", "D8:6", "D9:17"}
+    counter: Counter[str] = Counter()
+    raw = ["D:11:26", "D30:05", "D8:6; D9:17", "D", "D99:1"]
+    got = locomo.normalise_evidence(raw, known, counter)
+    assert got == ["D11:26", "D30:5", "D8:6", "D9:17"]
+    assert counter["skipped_malformed"] == 1
+    assert counter["skipped_absent"] == 1
+    assert locomo.parse_day("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08"
