@@ -216,7 +216,9 @@ def index_url(index: IndexConfig) -> str:
     env = os.environ.get("MEMDIR_INDEX_URL", "").strip()
     if env:
         return env
-    return resolve_secret(index.url, what="index.url")
+    if index.url.startswith("env:"):
+        return resolve_secret(index.url, what="index.url")
+    return index.url
 
 
 def memdir_home() -> Path:

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from memdir.clock import now
-from memdir.config import Config, default_workspace, load_config
+from memdir.config import Config, default_workspace, index_url, load_config
 from memdir.dreaming import RECALL_NAME, DreamReport, RecallStore, record_recalls, run_dream
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
@@ -99,6 +99,8 @@ class Memory:
             vector_backend=self.config.index.vector_backend,
             batch_tokens=self.config.embedding.batch_tokens,
             keyword_tokenizer=self.config.index.keyword_tokenizer,
+            url=index_url(self.config.index),
+            workspace_id=self.config.index.workspace_id,
         )
         #: What searches recalled from the daily logs (SPEC §8); opened on first use.
         self.recalls = RecallStore(self.index.dir / RECALL_NAME)
@@ -230,7 +232,8 @@ class Memory:
         embedder = self.embedder
         return {
             "workspace": str(self.workspace.root),
-            "index_path": str(self.index.path),
+            "backend": self.index.backend,
+            "index_path": self.index.location,
             "scope": self.scope,
             "mode": "hybrid" if embedder is not None else "keyword-only",
             "embedding": {
@@ -239,7 +242,7 @@ class Memory:
                 "dims": embedder.dims if embedder else None,
                 "note": getattr(embedder, "note", None),
             },
-            "vector_backend": self.config.index.vector_backend,
+            "vector_backend": self.index.vector_backend,
             "identity_current": self.index.identity_matches(),
             **counts,
             "dirty_files": len(dirty.changed),

@@ -1,4 +1,5 @@
-"""memdir's BM25 over FTS5 candidates: hand-computed values and small-corpus behaviour."""
+"""memdir's BM25 over the engine's candidates: hand-computed values and small-corpus behaviour,
+on each storage backend."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from memdir import Memory
-from memdir.config import ChunkingConfig, load_config
+from memdir.config import load_config
 from memdir.index.fts import K1, B, bm25_search, bm25_term, corpus_stats, lucene_idf
-from memdir.index.manager import IndexManager
 from memdir.search import build_match_query
 from memdir.text import query_terms
-from memdir.workspace import Workspace
 from tests.helpers import write
+from tests.index.conftest import Backend
 
 
 def test_lucene_idf_stays_positive() -> None:
@@ -32,12 +32,12 @@ def test_bm25_term_matches_the_formula() -> None:
     assert bm25_term(1, 5, 10.0, idf) > bm25_term(1, 50, 10.0, idf)
 
 
-def test_bm25_search_ranks_by_hand_computed_scores(workspace: Path) -> None:
+def test_bm25_search_ranks_by_hand_computed_scores(backend: Backend, workspace: Path) -> None:
     (workspace / "MEMORY.md").unlink()
     write(workspace, "memory/a.md", "kafka kafka broker\n")
     write(workspace, "memory/b.md", "kafka topic retention settings here\n")
     write(workspace, "memory/c.md", "postgres vacuum\n")
-    mgr = IndexManager(Workspace(workspace), embedder=None, chunking=ChunkingConfig())
+    mgr = backend.manager(workspace)
     mgr.sync()
     store = mgr.store()
     stats = corpus_stats(store)
@@ -53,7 +53,9 @@ def test_bm25_search_ranks_by_hand_computed_scores(workspace: Path) -> None:
     assert [round(s, 6) for _, s in hits] == [round(expected_a, 6), round(expected_b, 6)]
 
 
-def test_keyword_scores_are_meaningful_in_a_two_note_workspace(workspace: Path) -> None:
+def test_keyword_scores_are_meaningful_in_a_two_note_workspace(
+    backend: Backend, workspace: Path
+) -> None:
     (workspace / "MEMORY.md").unlink()
     write(workspace, "memory/a.md", "- private passphrase is bluebird\n")
     write(workspace, "memory/b.md", "- lunch at noon\n")

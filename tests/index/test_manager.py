@@ -1,5 +1,9 @@
 """Index lifecycle: identity change → atomic rebuild, corrupt index → moved aside and rebuilt,
-read-only workspace, several processes at once."""
+read-only workspace, several processes at once.
+
+Tests of what every backend must do take the ``backend`` fixture; the SQLite file's own
+lifecycle (temporary file + swap, corrupt file, read-only workspace) is tested on SQLite only.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +21,15 @@ from memdir.config import ChunkingConfig
 from memdir.index.manager import IndexManager
 from memdir.workspace import Workspace
 from tests.helpers import write
+from tests.index.conftest import Backend
+
+
+def _chunking(tokens: int) -> ChunkingConfig:
+    return ChunkingConfig(tokens=tokens, overlap=20)
 
 
 def _manager(root: Path, embedder: FakeEmbedder | None, tokens: int = 400) -> IndexManager:
-    return IndexManager(
-        Workspace(root), embedder=embedder, chunking=ChunkingConfig(tokens=tokens, overlap=20)
-    )
+    return IndexManager(Workspace(root), embedder=embedder, chunking=_chunking(tokens))
 
 
 def test_identity_change_rebuilds_into_a_new_file(workspace: Path) -> None:
@@ -43,9 +50,28 @@ def test_identity_change_rebuilds_into_a_new_file(workspace: Path) -> None:
     assert not list(second.dir.glob("index.sqlite.rebuild-*"))
 
 
-def test_rebuild_failure_keeps_the_old_index(workspace: Path) -> None:
+def test_identity_change_rebuilds_the_index(backend: Backend, workspace: Path) -> None:
+    write(workspace, "memory/a.md", "\n".join(f"line {i} " + "word " * 30 for i in range(30)))
+    first = backend.manager(workspace, FakeEmbedder(dims=32), chunking=_chunking(400))
+    first.sync()
+    chunks_before = first.store().counts()["chunks"]
+    first.close()
+
+    second = backend.manager(workspace, FakeEmbedder(dims=48), chunking=_chunking(200))
+    assert not second.identity_matches()
+    report = second.sync()
+    assert second.identity_matches()
+    counts = second.store().counts()
+    assert counts["chunks"] > chunks_before
+    assert counts["pending_vectors"] == 0 and counts["vectors"] == counts["chunks"]
+    assert report.added == 2  # MEMORY.md and a.md, indexed afresh
+    _, matrix = second.store().all_vectors()
+    assert matrix.shape == (counts["chunks"], 48)
+
+
+def test_rebuild_failure_keeps_the_old_index(backend: Backend, workspace: Path) -> None:
     write(workspace, "memory/a.md", "kept words\n")
-    first = _manager(workspace, FakeEmbedder(dims=32))
+    first = backend.manager(workspace, FakeEmbedder(dims=32), chunking=_chunking(400))
     first.sync()
     first.close()
 
@@ -53,7 +79,7 @@ def test_rebuild_failure_keeps_the_old_index(workspace: Path) -> None:
         def __init__(self) -> None:
             super().__init__(dims=16)
 
-    second = _manager(workspace, Exploding(), tokens=100)
+    second = backend.manager(workspace, Exploding(), chunking=_chunking(100))
     # Make phase 1 of the rebuild fail: the workspace listing raises.
     original = Workspace.iter_files
 
@@ -68,7 +94,7 @@ def test_rebuild_failure_keeps_the_old_index(workspace: Path) -> None:
     finally:
         Workspace.iter_files = original  # type: ignore[method-assign]
     second.close()
-    third = _manager(workspace, FakeEmbedder(dims=32))
+    third = backend.manager(workspace, FakeEmbedder(dims=32), chunking=_chunking(400))
     assert third.identity_matches()
     assert third.store().keyword_search('"kept"', 5)
     assert not list(third.dir.glob("index.sqlite.rebuild-*"))
@@ -153,7 +179,7 @@ def _search_many(root: str, n: int, queue: multiprocessing.Queue) -> None:  # ty
         queue.put(f"{type(exc).__name__}: {exc}")
 
 
-def test_concurrent_writers_and_searchers(workspace: Path) -> None:
+def test_concurrent_writers_and_searchers(backend: Backend, workspace: Path) -> None:
     for i in range(20):
         write(workspace, f"memory/n{i}.md", f"topic {i % 7} note {i}\n")
     ctx = multiprocessing.get_context("spawn")
@@ -174,8 +200,8 @@ def test_concurrent_writers_and_searchers(workspace: Path) -> None:
         assert mem.status()["chunks"] == 21
 
 
-def test_search_in_subprocess_uses_fresh_python(workspace: Path) -> None:
-    """Another process sees what this one indexed (WAL, no lingering locks)."""
+def test_search_in_subprocess_uses_fresh_python(backend: Backend, workspace: Path) -> None:
+    """Another process sees what this one indexed (WAL / MVCC, no lingering locks)."""
     write(workspace, "memory/a.md", "shared visibility check\n")
     with Memory(workspace, embedder=FakeEmbedder()) as mem:
         mem.sync()

@@ -1,4 +1,7 @@
-"""Incremental sync: skip by (mtime, size), hash, re-chunk, prune, embedding cache, bad files."""
+"""Incremental sync: skip by (mtime, size), hash, re-chunk, prune, embedding cache, bad files.
+
+Every test that touches the index runs on each storage backend (``backend`` fixture).
+"""
 
 from __future__ import annotations
 
@@ -9,22 +12,17 @@ import pytest
 
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
-from memdir.index.manager import IndexManager
 from memdir.index.sync import chunk_id, decode_markdown, scan_dirty, sync_files
-from memdir.workspace import Workspace
 from tests.helpers import write
+from tests.index.conftest import Backend
 
 
-def _manager(root: Path, embedder: FakeEmbedder | None = None) -> IndexManager:
-    return IndexManager(Workspace(root), embedder=embedder, chunking=ChunkingConfig())
-
-
-def test_first_sync_indexes_memory_files_only(workspace: Path) -> None:
+def test_first_sync_indexes_memory_files_only(backend: Backend, workspace: Path) -> None:
     write(workspace, "memory/2026-11-01.md", "# day\n- redis port 6380\n")
     write(workspace, "skills/deploy/SKILL.md", "# deploy\nhelm upgrade\n")
     write(workspace, "USER.md", "# me\nsecret-ish user profile\n")
     write(workspace, "notes.txt", "not markdown")
-    mgr = _manager(workspace, FakeEmbedder())
+    mgr = backend.manager(workspace, FakeEmbedder())
     report = mgr.sync()
     paths = set(mgr.store().file_rows())
     assert paths == {"MEMORY.md", "memory/2026-11-01.md", "skills/deploy/SKILL.md"}
@@ -33,9 +31,9 @@ def test_first_sync_indexes_memory_files_only(workspace: Path) -> None:
     assert mgr.store().counts()["pending_vectors"] == 0
 
 
-def test_unchanged_files_are_skipped_without_reading(workspace: Path) -> None:
+def test_unchanged_files_are_skipped_without_reading(backend: Backend, workspace: Path) -> None:
     path = write(workspace, "memory/a.md", "alpha beta\n")
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace)
     mgr.sync()
     # Make the file unreadable: a sync that tried to read it would record a warning.
     os.chmod(path, 0)
@@ -47,10 +45,10 @@ def test_unchanged_files_are_skipped_without_reading(workspace: Path) -> None:
     assert report.scanned == 0 and not report.warnings
 
 
-def test_touched_but_identical_file_is_not_rechunked(workspace: Path) -> None:
+def test_touched_but_identical_file_is_not_rechunked(backend: Backend, workspace: Path) -> None:
     path = write(workspace, "memory/a.md", "alpha beta\n")
     emb = FakeEmbedder()
-    mgr = _manager(workspace, emb)
+    mgr = backend.manager(workspace, emb)
     mgr.sync()
     calls = len(emb.calls)
     os.utime(path, ns=(1, 1))
@@ -60,11 +58,11 @@ def test_touched_but_identical_file_is_not_rechunked(workspace: Path) -> None:
     assert not scan_dirty(mgr.store(), mgr.workspace)
 
 
-def test_edit_reembeds_only_changed_chunks(workspace: Path) -> None:
+def test_edit_reembeds_only_changed_chunks(backend: Backend, workspace: Path) -> None:
     lines = [f"- note {i}: " + "word " * 60 for i in range(40)]
     path = write(workspace, "memory/big.md", "\n".join(lines) + "\n")
     emb = FakeEmbedder()
-    mgr = _manager(workspace, emb)
+    mgr = backend.manager(workspace, emb)
     first = mgr.sync()
     assert first.embedded > 5
     lines[-1] = "- changed last line about kafka"
@@ -75,9 +73,9 @@ def test_edit_reembeds_only_changed_chunks(workspace: Path) -> None:
     assert second.cache_hits >= first.embedded - 2
 
 
-def test_deleted_file_is_pruned(workspace: Path) -> None:
+def test_deleted_file_is_pruned(backend: Backend, workspace: Path) -> None:
     path = write(workspace, "memory/gone.md", "ephemeral words\n")
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace)
     mgr.sync()
     path.unlink()
     report = mgr.sync()
@@ -86,10 +84,10 @@ def test_deleted_file_is_pruned(workspace: Path) -> None:
     assert mgr.store().keyword_search('"ephemeral"', 5) == []
 
 
-def test_embedding_cache_survives_a_rebuild(workspace: Path) -> None:
+def test_embedding_cache_survives_a_rebuild(backend: Backend, workspace: Path) -> None:
     write(workspace, "memory/a.md", "cached text about sqlite\n")
     emb = FakeEmbedder()
-    mgr = _manager(workspace, emb)
+    mgr = backend.manager(workspace, emb)
     mgr.sync()
     before = sum(emb.calls)
     report = mgr.sync(force=True)
@@ -97,18 +95,20 @@ def test_embedding_cache_survives_a_rebuild(workspace: Path) -> None:
     assert report.cache_hits >= 1
 
 
-def test_invalid_utf8_is_indexed_with_replacement_and_warning(workspace: Path) -> None:
+def test_invalid_utf8_is_indexed_with_replacement_and_warning(
+    backend: Backend, workspace: Path
+) -> None:
     (workspace / "memory" / "bad.md").write_bytes(b"good words \xff\xfe broken\n")
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace)
     report = mgr.sync()
     assert any("invalid UTF-8" in w for w in report.warnings)
     assert "memory/bad.md" in mgr.store().file_warnings()
     assert mgr.store().keyword_search('"broken"', 5)
 
 
-def test_binary_file_is_skipped_with_warning(workspace: Path) -> None:
+def test_binary_file_is_skipped_with_warning(backend: Backend, workspace: Path) -> None:
     (workspace / "memory" / "blob.md").write_bytes(b"\x00\x01\x02binaryword\x00" * 100)
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace)
     mgr.sync()
     assert "binary" in mgr.store().file_warnings()["memory/blob.md"]
     assert mgr.store().keyword_search('"binaryword"', 5) == []
@@ -116,23 +116,25 @@ def test_binary_file_is_skipped_with_warning(workspace: Path) -> None:
     assert not scan_dirty(mgr.store(), mgr.workspace)
 
 
-def test_empty_file_has_no_chunks(workspace: Path) -> None:
+def test_empty_file_has_no_chunks(backend: Backend, workspace: Path) -> None:
     write(workspace, "memory/empty.md", "")
     write(workspace, "memory/blank.md", "\n\n   \n")
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace, FakeEmbedder())
     mgr.sync()
     rows = mgr.store().file_rows()
     assert {"memory/empty.md", "memory/blank.md"} <= set(rows)
-    paths = {r.path for r in mgr.store().chunks_by_seq(list(range(1, 100))).values()}
+    seqs, _ = mgr.store().all_vectors()  # every chunk has a vector here
+    assert len(seqs) == mgr.store().counts()["chunks"]
+    paths = {r.path for r in mgr.store().chunks_by_seq([int(s) for s in seqs]).values()}
     assert "memory/empty.md" not in paths and "memory/blank.md" not in paths
 
 
-def test_huge_single_line_file_is_keyword_only(workspace: Path) -> None:
+def test_huge_single_line_file_is_keyword_only(backend: Backend, workspace: Path) -> None:
     line = "zebra " + " ".join(f"w{i}" for i in range(1_200_000))  # ~10 MB, one line
     assert len(line) > 9_000_000
     (workspace / "memory" / "huge.md").write_text(line, encoding="utf-8")
     emb = FakeEmbedder()
-    mgr = _manager(workspace, emb)
+    mgr = backend.manager(workspace, emb)
     report = mgr.sync()
     assert any("too large to embed" in w for w in report.warnings)
     assert mgr.store().counts()["chunks"] > 1000
@@ -140,9 +142,9 @@ def test_huge_single_line_file_is_keyword_only(workspace: Path) -> None:
     assert mgr.store().keyword_search('"zebra"', 5)
 
 
-def test_file_deleted_between_scan_and_read_is_pruned(workspace: Path) -> None:
+def test_file_deleted_between_scan_and_read_is_pruned(backend: Backend, workspace: Path) -> None:
     path = write(workspace, "memory/vanishing.md", "now you see me\n")
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace)
     mgr.sync()
     path.write_text("changed text\n", encoding="utf-8")
     dirty = scan_dirty(mgr.store(), mgr.workspace)
@@ -154,29 +156,33 @@ def test_file_deleted_between_scan_and_read_is_pruned(workspace: Path) -> None:
     assert "memory/vanishing.md" not in mgr.store().file_rows()
 
 
-def test_symlink_out_of_workspace_is_not_followed(workspace: Path, tmp_path: Path) -> None:
+def test_symlink_out_of_workspace_is_not_followed(
+    backend: Backend, workspace: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     write(outside, "secret.md", "outside secret token\n")
     os.symlink(outside / "secret.md", workspace / "memory" / "link.md")
     os.symlink(outside, workspace / "memory" / "linkdir")
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace)
     mgr.sync()
     assert not any("link" in p for p in mgr.store().file_rows())
     assert mgr.store().keyword_search('"secret"', 5) == []
 
 
-def test_provider_failure_leaves_chunks_pending_then_recovers(workspace: Path) -> None:
+def test_provider_failure_leaves_chunks_pending_then_recovers(
+    backend: Backend, workspace: Path
+) -> None:
     write(workspace, "memory/a.md", "zebra words here\n")
     broken = FakeEmbedder(fail_with="provider timed out")
-    mgr = _manager(workspace, broken)
+    mgr = backend.manager(workspace, broken)
     report = mgr.sync()
     assert any("provider timed out" in w for w in report.warnings)
     counts = mgr.store().counts()
     assert counts["pending_vectors"] == counts["chunks"] == 2  # MEMORY.md + a.md
     assert mgr.store().keyword_search('"zebra"', 5)  # still findable by keyword
     mgr.close()
-    healthy = _manager(workspace, FakeEmbedder())
+    healthy = backend.manager(workspace, FakeEmbedder())
     assert healthy.sync().embedded == 2
     assert healthy.store().counts()["pending_vectors"] == 0
 
@@ -211,7 +217,7 @@ def test_memory_sync_reports_changes(memory: Memory, workspace: Path) -> None:
 
 
 def test_file_changed_while_being_read_is_synced_again(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
+    backend: Backend, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(workspace, "memory/racy.md", "first version\n")
     real_read = Path.read_bytes
@@ -223,7 +229,7 @@ def test_file_changed_while_being_read_is_synced_again(
                 fh.write("second version zebra\n")
         return data
 
-    mgr = _manager(workspace)
+    mgr = backend.manager(workspace)
     monkeypatch.setattr(Path, "read_bytes", read_then_edit)
     mgr.sync()
     monkeypatch.setattr(Path, "read_bytes", real_read)

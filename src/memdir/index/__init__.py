@@ -1,7 +1,18 @@
-"""The SQLite index: schema and migrations, storage, sync, vector search, lifecycle."""
+"""The index: the storage interface, SQLite (default) and PostgreSQL engines, sync, vector
+search, lifecycle."""
 
-from memdir.index.manager import IndexManager, index_identity
-from memdir.index.store import ChunkRow, IndexStore
+from memdir.index.base import ChunkRow, IndexBackend, IndexLifecycle
+from memdir.index.manager import INDEX_BACKENDS, IndexManager, index_identity
+from memdir.index.store import IndexStore
 from memdir.index.sync import SyncReport
 
-__all__ = ["ChunkRow", "IndexManager", "IndexStore", "SyncReport", "index_identity"]
+__all__ = [
+    "INDEX_BACKENDS",
+    "ChunkRow",
+    "IndexBackend",
+    "IndexLifecycle",
+    "IndexManager",
+    "IndexStore",
+    "SyncReport",
+    "index_identity",
+]

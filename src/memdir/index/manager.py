@@ -1,5 +1,11 @@
 """The index's life: where it lives, one writer at a time, identity changes, corruption.
 
+:class:`IndexManager` is the same for every storage engine; what differs lives in an
+:class:`~memdir.index.base.IndexLifecycle` chosen from :data:`INDEX_BACKENDS` by the scheme of
+``[index] url`` (empty: SQLite, the default; ``postgresql://``: :mod:`memdir.index.postgres`).
+
+SQLite (:class:`SqliteLifecycle`):
+
 - Location: ``<workspace>/.memdir/index.sqlite``; when the workspace cannot be written, a cache
   under ``$MEMDIR_HOME/indexes/`` so a read-only workspace can still be searched.
 - One writer: a cross-process file lock (``index.lock``) around every write phase; readers never
@@ -8,6 +14,9 @@
   temporary database seeded with the old embedding cache, swapped in with one rename; a failure
   keeps the old index. Other processes notice the swap (inode change) and reopen.
 - A database that cannot be read is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt.
+
+PostgreSQL: an advisory lock per workspace instead of the file lock, and an identity change
+rebuilds the workspace's rows in one transaction (see :mod:`memdir.index.postgres`).
 """
 
 from __future__ import annotations
@@ -22,13 +31,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from filelock import FileLock, Timeout
 
 from memdir.config import ChunkingConfig, memdir_home
 from memdir.embeddings.base import Embedder, Vectors
-from memdir.errors import IndexStoreError
-from memdir.index.fts import CorpusStats, bm25_search, corpus_stats
+from memdir.errors import ConfigError, IndexStoreError
+from memdir.index.base import CorpusStats, IndexBackend, IndexLifecycle, LifecycleOptions
+from memdir.index.fts import bm25_search, corpus_stats
 from memdir.index.schema import SCHEMA_VERSION
 from memdir.index.store import IndexStore
 from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
@@ -43,12 +54,16 @@ SEARCH_EMBED_LIMIT = 16
 
 
 def index_identity(
-    embedder: Embedder | None, chunking: ChunkingConfig, keyword_tokenizer: str = "memdir"
+    embedder: Embedder | None,
+    chunking: ChunkingConfig,
+    keyword_tokenizer: str = "memdir",
+    *,
+    schema: int = SCHEMA_VERSION,
 ) -> dict[str, Any]:
     """Everything that, when it changes, makes the stored chunks or vectors invalid."""
     return {
         "keyword_tokenizer": keyword_tokenizer,
-        "schema": SCHEMA_VERSION,
+        "schema": schema,
         "tokenizer": TOKENIZER_VERSION,
         "provider": embedder.provider if embedder else "none",
         "model": embedder.model_id if embedder else "",
@@ -75,37 +90,33 @@ def default_index_dir(workspace: Workspace) -> tuple[Path, str | None]:
         return fallback, f"workspace is not writable: index kept in {fallback}"
 
 
-class IndexManager:
-    """Owns the index database of one workspace for one process."""
+def default_workspace_id(workspace: Workspace) -> str:
+    """A stable id for the workspace folder: the first 16 hex digits of the sha256 of its path.
 
-    def __init__(
-        self,
-        workspace: Workspace,
-        *,
-        embedder: Embedder | None,
-        chunking: ChunkingConfig,
-        vector_backend: str = "numpy",
-        batch_tokens: int = 8000,
-        keyword_tokenizer: str = "memdir",
-    ) -> None:
-        self.workspace = workspace
-        self.embedder = embedder
-        self.chunking = chunking
-        self.batch_tokens = batch_tokens
-        self.vector_backend = vector_backend
-        self.dir, note = default_index_dir(workspace)
-        self.path = self.dir / INDEX_NAME
-        self.notes: list[str] = [note] if note else []
-        self.keyword_tokenizer = keyword_tokenizer
-        self.identity = index_identity(embedder, chunking, keyword_tokenizer)
-        self._lock = FileLock(str(self.dir / "index.lock"))
+    Hosts that share one memory through a database but keep the files at different paths set
+    ``[index] workspace_id`` to the same value instead.
+    """
+    return hashlib.sha256(str(workspace.root).encode("utf-8")).hexdigest()[:16]
+
+
+class SqliteLifecycle:
+    """The SQLite file's life (see the module docstring); implements
+    :class:`~memdir.index.base.IndexLifecycle`."""
+
+    backend = "sqlite"
+    schema_version = SCHEMA_VERSION
+
+    def __init__(self, options: LifecycleOptions) -> None:
+        self.path = options.state_dir / INDEX_NAME
+        self.location = str(self.path)
+        self.vector_backend = options.vector_backend
+        self.notes = options.notes
+        if options.state_note:
+            self.notes.append(options.state_note)
+        self._lock = FileLock(str(options.state_dir / "index.lock"))
         self._store: IndexStore | None = None
         self._inode: int | None = None
         self._vectors: VectorSearch | None = None
-        self._counts: tuple[tuple[int | None, int], dict[str, int]] | None = None
-        self._stats: tuple[tuple[int | None, int], CorpusStats] | None = None
-
-    # -- opening ------------------------------------------------------------------------
 
     def store(self) -> IndexStore:
         """The open store, reopened when another process swapped the file."""
@@ -147,6 +158,9 @@ class IndexManager:
             self._vectors = create_vector_search(self.vector_backend, self.path)
         return self._vectors
 
+    def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
+        return self.vectors().search(self.store(), query, k)
+
     @contextlib.contextmanager
     def write_lock(self, timeout: float = 60.0) -> Iterator[None]:
         """The cross-process writer lock."""
@@ -159,8 +173,174 @@ class IndexManager:
                 "try again when it finishes"
             ) from exc
 
+    def rebuild(self, fill: Callable[[IndexBackend], None]) -> None:
+        """Build a fresh index in a temporary file, seeded from the old cache; swap it in."""
+        old = self.store()
+        tmp = self.path.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
+        _remove_db(tmp)
+        try:
+            fresh = IndexStore.open(tmp)
+            try:
+                _copy_cache(old, fresh)
+                fill(fresh)
+                with fresh.write():
+                    fresh.meta_set("generation", str(old.generation() + 1))
+            finally:
+                fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                fresh.close()
+        except BaseException:
+            _remove_db(tmp)
+            raise
+        self._close_store()
+        os.replace(tmp, self.path)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self.path) + suffix)
+        self.store()
+
+    def read(self, fn: Callable[[IndexBackend], Any], resync: Callable[[], object]) -> Any:
+        """Run a read; if the database turns out to be corrupt, recover, resync, retry once."""
+        try:
+            return fn(self.store())
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "fts5" in str(exc).lower():
+                raise
+            self._close_store()
+            with self.write_lock():
+                self._store = self._recover(exc)
+                self._inode = _inode(self.path)
+            resync()
+            return fn(self.store())
+
+    def cache_key(self) -> object:
+        store = self.store()
+        return (self._inode, store.generation())
+
+    def close(self) -> None:
+        self._close_store()
+
+    def _close_store(self) -> None:
+        if self._store is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._store.close()
+            self._store = None
+            self._inode = None
+        if self._vectors is not None:
+            self._vectors.close()
+            self._vectors = None
+
+
+def _open_postgres(options: LifecycleOptions) -> IndexLifecycle:
+    from memdir.index.postgres import PostgresLifecycle  # psycopg only when asked for
+
+    return PostgresLifecycle(options)
+
+
+#: ``[index] url`` scheme → the lifecycle that keeps such an index ("" is the SQLite default).
+INDEX_BACKENDS: dict[str, Callable[[LifecycleOptions], IndexLifecycle]] = {
+    "": SqliteLifecycle,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
+}
+
+
+def open_lifecycle(options: LifecycleOptions) -> IndexLifecycle:
+    """The lifecycle for ``options.url``, chosen by its scheme.
+
+    Raises:
+        ConfigError: the scheme is not in :data:`INDEX_BACKENDS`.
+        IndexStoreError: the backend's driver is not installed.
+    """
+    scheme = urlsplit(options.url).scheme.lower() if options.url else ""
+    factory = INDEX_BACKENDS.get(scheme)
+    if factory is None:
+        raise ConfigError(
+            f"index.url: unsupported scheme {scheme!r}; use postgresql://user@host/db, "
+            "or leave it empty for the SQLite index in the workspace"
+        )
+    return factory(options)
+
+
+class IndexManager:
+    """Owns the index of one workspace for one process.
+
+    Args:
+        url: where the index lives: empty for the SQLite file in the workspace, or a
+            ``postgresql://`` URL (see :data:`INDEX_BACKENDS`).
+        workspace_id: the workspace's id in a shared database; default
+            :func:`default_workspace_id`.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        embedder: Embedder | None,
+        chunking: ChunkingConfig,
+        vector_backend: str = "numpy",
+        batch_tokens: int = 8000,
+        keyword_tokenizer: str = "memdir",
+        url: str = "",
+        workspace_id: str = "",
+    ) -> None:
+        self.workspace = workspace
+        self.embedder = embedder
+        self.chunking = chunking
+        self.batch_tokens = batch_tokens
+        self.dir, note = default_index_dir(workspace)
+        #: The SQLite file (used only when the backend is SQLite).
+        self.path = self.dir / INDEX_NAME
+        self.notes: list[str] = []
+        self.keyword_tokenizer = keyword_tokenizer
+        self.workspace_id = workspace_id or default_workspace_id(workspace)
+        self.lifecycle = open_lifecycle(
+            LifecycleOptions(
+                url=url,
+                state_dir=self.dir,
+                workspace_id=self.workspace_id,
+                vector_backend=vector_backend,
+                keyword_tokenizer=keyword_tokenizer,
+                dims=embedder.dims if embedder else 0,
+                state_note=note,
+                notes=self.notes,
+            )
+        )
+        self.identity = index_identity(
+            embedder, chunking, keyword_tokenizer, schema=self.lifecycle.schema_version
+        )
+        self._counts: tuple[object, dict[str, int]] | None = None
+        self._stats: tuple[object, CorpusStats] | None = None
+
+    @property
+    def backend(self) -> str:
+        """The storage engine: ``sqlite`` or ``postgres``."""
+        return self.lifecycle.backend
+
+    @property
+    def location(self) -> str:
+        """Where the index lives: the SQLite path, or the database URL without password."""
+        return self.lifecycle.location
+
+    @property
+    def vector_backend(self) -> str:
+        """The vector search in use (``numpy``, ``sqlite-vec``, ``pgvector-hnsw``)."""
+        return self.lifecycle.vector_backend
+
+    # -- opening ------------------------------------------------------------------------
+
+    def store(self) -> IndexBackend:
+        """The open store (reopened or recovered by the backend's lifecycle as needed)."""
+        return self.lifecycle.store()
+
+    def write_lock(self, timeout: float = 60.0) -> contextlib.AbstractContextManager[None]:
+        """The cross-process writer lock (a file lock, or a Postgres advisory lock)."""
+        return self.lifecycle.write_lock(timeout)
+
     def identity_matches(self) -> bool:
-        stored = self.store().meta_get("identity")
+        return self._identity_matches(self.store())
+
+    def _identity_matches(self, store: IndexBackend) -> bool:
+        stored = store.meta_get("identity")
         return stored is not None and json.loads(stored) == self.identity
 
     # -- writing ------------------------------------------------------------------------
@@ -178,7 +358,7 @@ class IndexManager:
         with self.write_lock():
             store = self.store()
             if force or not self.identity_matches():
-                self._rebuild(store, progress, report)
+                self._rebuild(progress, report)
             else:
                 sync_files(
                     store,
@@ -193,10 +373,10 @@ class IndexManager:
 
     def refresh(self) -> SyncReport | None:
         """Before a search: sync files whose (mtime, size) changed; None when nothing did."""
-        store = self.store()
-        if not self.identity_matches():
+        # Through read(): a lost database connection is reopened, a corrupt file recovered.
+        if not self.read(self._identity_matches):
             return self.sync(embed_limit=SEARCH_EMBED_LIMIT)
-        dirty = scan_dirty(store, self.workspace)
+        dirty = scan_dirty(self.store(), self.workspace)
         report = None
         if dirty:
             report = SyncReport()
@@ -228,60 +408,33 @@ class IndexManager:
             lock=self.write_lock,
         )
 
-    def _rebuild(self, old: IndexStore, progress: Progress | None, report: SyncReport) -> None:
-        """Build a fresh index in a temporary file, seeded from the old cache; swap it in."""
-        tmp = self.path.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
-        _remove_db(tmp)
-        try:
-            fresh = IndexStore.open(tmp)
-            try:
-                _copy_cache(old, fresh)
-                with fresh.write():
-                    fresh.meta_set("identity", json.dumps(self.identity, sort_keys=True))
-                sync_files(
-                    fresh,
-                    self.workspace,
-                    chunking=self.chunking,
-                    embedder=self.embedder,
-                    keyword_tokenizer=self.keyword_tokenizer,
-                    progress=progress,
-                    report=report,
-                )
-                with fresh.write():
-                    fresh.meta_set("generation", str(old.generation() + 1))
-            finally:
-                fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                fresh.close()
-        except BaseException:
-            _remove_db(tmp)
-            raise
-        self._close_store()
-        os.replace(tmp, self.path)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(str(self.path) + suffix)
-        self.store()
+    def _rebuild(self, progress: Progress | None, report: SyncReport) -> None:
+        """Index every file into a fresh index, published atomically by the lifecycle."""
+
+        def fill(fresh: IndexBackend) -> None:
+            with fresh.write():
+                fresh.meta_set("identity", json.dumps(self.identity, sort_keys=True))
+            sync_files(
+                fresh,
+                self.workspace,
+                chunking=self.chunking,
+                embedder=self.embedder,
+                keyword_tokenizer=self.keyword_tokenizer,
+                progress=progress,
+                report=report,
+            )
+
+        self.lifecycle.rebuild(fill)
 
     # -- reading ------------------------------------------------------------------------
 
-    def read(self, fn: Callable[[IndexStore], Any]) -> Any:
-        """Run a read; if the database turns out to be corrupt, recover and retry once."""
-        try:
-            return fn(self.store())
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "fts5" in str(exc).lower():
-                raise
-            self._close_store()
-            with self.write_lock():
-                self._store = self._recover(exc)
-                self._inode = _inode(self.path)
-            self.sync()
-            return fn(self.store())
+    def read(self, fn: Callable[[IndexBackend], Any]) -> Any:
+        """Run a read; the lifecycle recovers (and resyncs) where its engine can."""
+        return self.lifecycle.read(fn, self.sync)
 
     def counts(self) -> dict[str, int]:
-        """Row counts (see :meth:`IndexStore.counts`), computed once per index generation."""
-        store = self.store()
-        key = (self._inode, store.generation())
+        """Row counts (see :meth:`IndexBackend.counts`), computed once per index generation."""
+        key = self.lifecycle.cache_key()
         if self._counts is None or self._counts[0] != key:
             self._counts = (key, dict(self.read(lambda s: s.counts())))
         return dict(self._counts[1])
@@ -295,8 +448,7 @@ class IndexManager:
         if self.keyword_tokenizer == "plain":
             hits = self.read(lambda s: s.keyword_search(match, k))
             return [(seq, _saturate(-rank)) for seq, rank in hits]
-        store = self.store()
-        key = (self._inode, store.generation())
+        key = self.lifecycle.cache_key()
         if self._stats is None or self._stats[0] != key:
             self._stats = (key, self.read(corpus_stats))
         stats = self._stats[1]
@@ -304,23 +456,10 @@ class IndexManager:
         return [(seq, _saturate(score)) for seq, score in hits]
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
-        return list(self.read(lambda store: self.vectors().search(store, query, k)))
+        return list(self.read(lambda _store: self.lifecycle.vector_search(query, k)))
 
     def close(self) -> None:
-        self._close_store()
-        if self._vectors is not None:
-            self._vectors.close()
-            self._vectors = None
-
-    def _close_store(self) -> None:
-        if self._store is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._store.close()
-            self._store = None
-            self._inode = None
-        if self._vectors is not None:
-            self._vectors.close()
-            self._vectors = None
+        self.lifecycle.close()
 
 
 def _saturate(score: float) -> float:

@@ -11,55 +11,18 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from memdir.embeddings.base import Vectors
+from memdir.index.base import ChunkRow, CorpusStats, FileRow, NewChunk
 from memdir.index.schema import migrate
 
 BUSY_TIMEOUT_S = 30.0
 
-
-@dataclass(frozen=True)
-class FileRow:
-    """What the index knows about one file."""
-
-    path: str
-    source: str
-    hash: str
-    mtime_ns: int
-    size: int
-    warning: str | None
-
-
-@dataclass(frozen=True)
-class NewChunk:
-    """A chunk to insert, with its embedding when one is available."""
-
-    id: str
-    start_line: int
-    end_line: int
-    hash: str
-    text: str
-    tokens: str  # segmented text for FTS5
-    embedding: Vectors | None
-    embed: bool = True  # False: keyword search only (the file is too large to embed)
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    """A stored chunk."""
-
-    seq: int
-    id: str
-    path: str
-    source: str
-    start_line: int
-    end_line: int
-    text: str
+__all__ = ["ChunkRow", "FileRow", "IndexStore", "NewChunk", "connect"]
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -83,7 +46,12 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 class IndexStore:
-    """Files, chunks, FTS, vectors, embedding cache and meta in one SQLite database."""
+    """Files, chunks, FTS, vectors, embedding cache and meta in one SQLite database.
+
+    Implements :class:`memdir.index.base.IndexBackend`.
+    """
+
+    backend = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
@@ -285,6 +253,34 @@ class IndexStore:
         return {str(p): str(w) for p, w in rows}
 
     # -- keyword search ---------------------------------------------------------------------
+
+    def keyword_candidates(
+        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
+    ) -> list[tuple[int, str]]:
+        """``(seq, tokens)`` of the FTS5 ``match`` rows, pre-ranked by FTS5's ``bm25()``
+        (``idf`` and ``stats`` are not needed: FTS5 has its own)."""
+        rows = self.conn.execute(
+            "SELECT rowid, tokens FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY bm25(chunks_fts) LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [(int(seq), str(tokens)) for seq, tokens in rows]
+
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """Chunks containing each term, from the ``chunks_vocab`` fts5vocab table."""
+        wanted = list(dict.fromkeys(terms))
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        rows = self.conn.execute(
+            f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", wanted
+        )
+        return {str(term): int(docs) for term, docs in rows}
+
+    def corpus_stats(self) -> CorpusStats:
+        """Number of chunks and their mean token count."""
+        count, avg = self.conn.execute("SELECT count(*), avg(token_count) FROM chunks").fetchone()
+        return CorpusStats(int(count), float(avg or 0.0))
 
     def keyword_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """``(seq, bm25 rank)`` for an FTS5 MATCH expression, best (most negative) first."""

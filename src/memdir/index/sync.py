@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from memdir.config import ChunkingConfig
 from memdir.embeddings.base import Embedder, check_dims, token_batches
 from memdir.errors import ConfigError, ProviderError
-from memdir.index.store import FileRow, IndexStore, NewChunk
+from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.markdown.chunking import chunk_markdown
 from memdir.text import KEYWORD_TOKENIZERS
 from memdir.workspace import FileEntry, Workspace
@@ -69,7 +69,7 @@ class DirtyState:
         return bool(self.changed or self.deleted)
 
 
-def scan_dirty(store: IndexStore, workspace: Workspace) -> DirtyState:
+def scan_dirty(store: IndexBackend, workspace: Workspace) -> DirtyState:
     """Compare the files on disk with the index using ``lstat`` only (no reads)."""
     known = store.file_rows()
     changed: list[FileEntry] = []
@@ -90,7 +90,7 @@ def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, mode
 
 
 def sync_files(
-    store: IndexStore,
+    store: IndexBackend,
     workspace: Workspace,
     *,
     chunking: ChunkingConfig,
@@ -129,7 +129,7 @@ def sync_files(
 
 
 def _sync_one(
-    store: IndexStore,
+    store: IndexBackend,
     entry: FileEntry,
     row: FileRow | None,
     chunking: ChunkingConfig,
@@ -233,7 +233,7 @@ def decode_markdown(data: bytes, path: str) -> tuple[str | None, str | None]:
 
 
 def embed_pending(
-    store: IndexStore,
+    store: IndexBackend,
     embedder: Embedder,
     *,
     batch_tokens: int,

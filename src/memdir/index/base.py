@@ -1,0 +1,293 @@
+"""The storage interface of the index (SPEC §3), shared by every engine that can hold it.
+
+Two protocols, one per responsibility:
+
+- :class:`IndexBackend` — *the data*: files, chunks, keyword candidates and the statistics BM25
+  needs, vectors, embedding cache, meta. :class:`memdir.index.store.IndexStore` (SQLite) and
+  :class:`memdir.index.postgres.PostgresStore` implement it. Everything above (sync, fts,
+  search) talks only to this.
+- :class:`IndexLifecycle` — *where the data lives and how it is kept*: opening, the writer lock,
+  rebuilding on an identity change, recovering from failures, vector search. SQLite keeps its
+  file lifecycle (temporary file + swap, corrupt-file recovery) in
+  :class:`memdir.index.manager.SqliteLifecycle`; Postgres rebuilds a workspace's rows in one
+  transaction and locks with an advisory lock. :class:`memdir.index.manager.IndexManager` picks
+  one from a registry keyed by the URL scheme of ``[index] url``.
+
+Keyword queries travel as the FTS5 MATCH expression that :func:`memdir.search.build_match_query`
+builds from memdir's own tokens (every term double-quoted, joined by ``OR`` or ``AND``). SQLite
+hands it to FTS5; other engines read it back with :func:`parse_match`, which accepts nothing
+else, so raw user text can never reach a query language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from memdir.embeddings.base import Vectors
+
+
+@dataclass(frozen=True)
+class FileRow:
+    """What the index knows about one file."""
+
+    path: str
+    source: str
+    hash: str
+    mtime_ns: int
+    size: int
+    warning: str | None
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    """A chunk to insert, with its embedding when one is available."""
+
+    id: str
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+    tokens: str  # the segmented text the keyword index stores (memdir.text)
+    embedding: Vectors | None
+    embed: bool = True  # False: keyword search only (the file is too large to embed)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A stored chunk."""
+
+    seq: int
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """What BM25 needs to know about the whole index."""
+
+    documents: int
+    avg_length: float
+
+
+_MATCH_TERM = re.compile(r'\s*"((?:[^"]|"")*)"\s*')
+
+
+def parse_match(match: str) -> tuple[list[str], str]:
+    """Read back a MATCH expression built by :func:`memdir.search.build_match_query`.
+
+    Returns:
+        ``(terms, joiner)`` with joiner ``"OR"`` or ``"AND"`` (``"OR"`` for a single term).
+
+    Raises:
+        ValueError: anything but double-quoted terms joined by one kind of operator.
+    """
+    terms: list[str] = []
+    joiners: set[str] = set()
+    pos = 0
+    while True:
+        found = _MATCH_TERM.match(match, pos)
+        if found is None:
+            raise ValueError(f"not a memdir keyword query: {match!r}")
+        terms.append(found.group(1).replace('""', '"'))
+        pos = found.end()
+        if pos == len(match):
+            break
+        for op in ("OR", "AND"):
+            if match.startswith(op, pos) and match[pos + len(op) : pos + len(op) + 1] in (" ", '"'):
+                joiners.add(op)
+                pos += len(op)
+                break
+        else:
+            raise ValueError(f"not a memdir keyword query: {match!r}")
+    if len(joiners) > 1:
+        raise ValueError(f"mixed AND/OR in a keyword query: {match!r}")
+    return terms, joiners.pop() if joiners else "OR"
+
+
+class IndexBackend(Protocol):
+    """One workspace's index in one storage engine (the data; see the module docstring).
+
+    Every method that writes runs in one transaction; :meth:`write` opens one explicitly so a
+    caller can group several writes (the engine decides whether writes nest).
+    """
+
+    #: ``sqlite`` or ``postgres``: shown by ``memdir status``.
+    backend: str
+
+    def close(self) -> None: ...
+
+    def write(self) -> AbstractContextManager[Any]:
+        """A write transaction, committed on success and rolled back on error."""
+        ...
+
+    # -- meta ---------------------------------------------------------------------------
+
+    def meta_get(self, key: str) -> str | None: ...
+
+    def meta_set(self, key: str, value: str) -> None:
+        """Set a meta value (call inside :meth:`write`)."""
+        ...
+
+    def generation(self) -> int:
+        """A counter bumped by every write that changes chunks, vectors or the cache."""
+        ...
+
+    # -- files and chunks ---------------------------------------------------------------
+
+    def file_rows(self) -> dict[str, FileRow]: ...
+
+    def replace_file(
+        self,
+        *,
+        path: str,
+        source: str,
+        hash: str,
+        mtime_ns: int,
+        size: int,
+        warning: str | None,
+        model: str,
+        chunks: Sequence[NewChunk],
+    ) -> None:
+        """Replace everything indexed for ``path`` in one transaction."""
+        ...
+
+    def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
+        """Record a new (mtime, size) for a file whose content hash did not change."""
+        ...
+
+    def delete_files(self, paths: Iterable[str]) -> int:
+        """Forget files (and their chunks); returns how many were removed."""
+        ...
+
+    def chunks_without_vectors(self, limit: int = 10_000) -> list[tuple[int, str, str]]:
+        """``(seq, hash, text)`` of chunks that still need an embedding, oldest first."""
+        ...
+
+    def set_vectors(self, items: Sequence[tuple[int, Vectors]]) -> None:
+        """Store embeddings for existing chunks (skipping chunks deleted meanwhile)."""
+        ...
+
+    def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]: ...
+
+    def counts(self) -> dict[str, int]:
+        """Row counts: files, chunks, vectors, pending_vectors, cached_embeddings."""
+        ...
+
+    def file_mtimes(self, *, source: str) -> dict[str, float]:
+        """Modification times (seconds) of the indexed files from ``source``."""
+        ...
+
+    def file_warnings(self) -> dict[str, str]: ...
+
+    # -- keyword search -----------------------------------------------------------------
+
+    def keyword_candidates(
+        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
+    ) -> list[tuple[int, str]]:
+        """``(seq, stored tokens)`` of up to ``limit`` chunks matching ``match``, the most
+        promising first (the engine's cheap pre-ranking; memdir re-scores them with BM25).
+
+        Args:
+            idf: memdir's IDF of each query term, for engines that pre-rank with it.
+        """
+        ...
+
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks contain each term (terms in no chunk may be left out)."""
+        ...
+
+    def corpus_stats(self) -> CorpusStats: ...
+
+    def keyword_search(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """``(seq, rank)`` by the engine's own ranking, best (most negative) first."""
+        ...
+
+    # -- vectors ------------------------------------------------------------------------
+
+    def all_vectors(self) -> tuple[np.ndarray, Vectors]:
+        """All stored vectors as ``(seqs, matrix)`` (exact search, tests, benchmarks)."""
+        ...
+
+    # -- embedding cache ----------------------------------------------------------------
+
+    def cache_get(
+        self, provider: str, model: str, provider_key: str, hashes: Sequence[str]
+    ) -> dict[str, Vectors]: ...
+
+    def cache_put(
+        self, provider: str, model: str, provider_key: str, items: Sequence[tuple[str, Vectors]]
+    ) -> None: ...
+
+
+@dataclass
+class LifecycleOptions:
+    """What a lifecycle factory is given to open one workspace's index."""
+
+    #: ``[index] url`` (or ``MEMDIR_INDEX_URL``); empty for the default SQLite file.
+    url: str
+    #: The folder for the SQLite file and the local locks (``<workspace>/.memdir``).
+    state_dir: Path
+    #: The workspace's id in a shared database (see
+    #: :func:`memdir.index.manager.default_workspace_id`).
+    workspace_id: str
+    #: ``[index] vector_backend`` (SQLite: numpy or sqlite-vec).
+    vector_backend: str
+    #: ``[index] keyword_tokenizer``.
+    keyword_tokenizer: str
+    #: The embedder's dimensions (0: keyword-only), for engines that index vectors by size.
+    dims: int = 0
+    #: Why the state folder is not the workspace's own, if it is not (SQLite reports it).
+    state_note: str | None = None
+    #: Notes for ``memdir status`` (recoveries, fallbacks); the lifecycle appends to it.
+    notes: list[str] = field(default_factory=list)
+
+
+class IndexLifecycle(Protocol):
+    """Where one workspace's index lives and how it is kept (see the module docstring)."""
+
+    #: ``sqlite`` or ``postgres``.
+    backend: str
+    #: Shown by ``memdir status`` as the index location (a path, or a URL without password).
+    location: str
+    #: The vector search in use (``numpy``, ``sqlite-vec``, ``pgvector-hnsw``).
+    vector_backend: str
+    #: The engine's schema version (part of the index identity).
+    schema_version: int
+
+    def store(self) -> IndexBackend:
+        """The open store (opened, reopened or recovered as needed)."""
+        ...
+
+    def write_lock(self, timeout: float = 60.0) -> AbstractContextManager[None]:
+        """The one-writer-per-workspace lock, held around every write phase (re-entrant)."""
+        ...
+
+    def rebuild(self, fill: Callable[[IndexBackend], None]) -> None:
+        """Build a fresh index with ``fill`` and publish it atomically: readers see the old
+        index or the new one, and a failure keeps the old one. Call under :meth:`write_lock`."""
+        ...
+
+    def read(self, fn: Callable[[IndexBackend], Any], resync: Callable[[], object]) -> Any:
+        """Run a read, recovering (and calling ``resync``) where the engine can."""
+        ...
+
+    def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
+        """``(seq, cosine similarity)`` of the ``k`` nearest chunks, best first."""
+        ...
+
+    def cache_key(self) -> object:
+        """Changes whenever the index content may have changed (for per-generation caches)."""
+        ...
+
+    def close(self) -> None: ...

