@@ -4,31 +4,19 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from memdir.embeddings.base import Vectors
-from memdir.index.base import ChunkRow, CorpusStats, FileRow, NewChunk, parse_match
-from memdir.index.postgres.schema import (
-    EXACT_SEARCH_MAX,
-    HNSW_MAX_DIMS,
-    advisory_key,
-    connect,
-)
-
-#: ``hnsw.ef_search`` for a query asking for ``k`` neighbours: max(this, 2k), at most 1000.
-#: Measured on 17,643 real USE vectors (docs/benchmarks-postgres.md): recall@10 0.93 at 64,
-#: 0.95 at 100, 0.99 at 200, for 1.5 / 2.3 / 5.0 ms.
-EF_SEARCH_MIN = 200
-_K1, _B = 1.2, 0.75  # memdir.index.fts's BM25 constants, for the SQL pre-ranking
-#: The rare query terms may bring at most this many rows to pre-rank (see ``_candidates``).
-SCAN_CAP = 2000
+from memdir.index.base import ChunkRow, FileRow, NewChunk
+from memdir.index.postgres.fts import SCAN_CAP, KeywordSearch  # noqa: F401
+from memdir.index.postgres.schema import advisory_key, connect
+from memdir.index.postgres.vectors import EF_SEARCH_MIN, VectorSearch, _to_numpy  # noqa: F401
 
 
 def workspace_lock_key(workspace_id: str) -> int:
@@ -58,26 +46,12 @@ def _lexemes(tokens: str) -> set[str]:
     return {t for t in tokens.split(" ") if t}
 
 
-def _tsquery_lexeme(term: str) -> str:
-    """One lexeme in tsquery syntax: single-quoted, ``\\`` escaped and ``'`` doubled."""
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
 def _pg_text(text: str) -> str:
     """PostgreSQL text cannot hold NUL: store U+FFFD instead (SQLite keeps the NUL)."""
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
-def _to_numpy(value: Any) -> Vectors:
-    array = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(array, dtype=np.float32)
-
-
-def _lucene_idf(documents: int, df: int) -> float:
-    return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
-
-
-class PostgresStore:
+class PostgresStore(KeywordSearch, VectorSearch):
     """One workspace's index in a PostgreSQL database.
 
     Args:
@@ -171,9 +145,6 @@ class PostgresStore:
         if not self._pending:
             raise RuntimeError("call inside PostgresStore.write()")
         return self._pending[-1]
-
-    def _one(self, query: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
-        return self.conn.execute(query, params).fetchone()
 
     # -- meta ---------------------------------------------------------------------------
 
@@ -433,182 +404,6 @@ class PostgresStore:
             (self.workspace_id,),
         )
         return {str(p): str(w) for p, w in rows}
-
-    # -- keyword search -----------------------------------------------------------------
-
-    def keyword_candidates(
-        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
-    ) -> list[tuple[int, str]]:
-        """Rows whose lexemes match ``match``, pre-ranked by BM25 with every tf taken as 1."""
-        return [(seq, tokens) for seq, tokens, _ in self._candidates(match, idf, limit, stats)]
-
-    def _candidates(
-        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
-    ) -> list[tuple[int, str, float]]:
-        """Candidates and their pre-rank score, visiting few rows even for common terms.
-
-        The rarest terms (by document frequency, together at most :data:`SCAN_CAP` rows)
-        give their every matching row, pre-ranked by BM25 at tf = 1 over *all* query terms.
-        Only when they give fewer than ``limit`` rows do the commoner terms, rarest first, add
-        their shortest matching rows (``ORDER BY token_count`` on an index: a few rows read,
-        not all of them). A chunk holding only common terms scores at most Σ idf·(k1+1) of
-        those low IDFs, so it rarely belongs in the top ``limit`` when rarer matches exist
-        (MaxScore's argument); memdir's BM25 then re-scores the candidates exactly.
-        """
-        terms, joiner = parse_match(match)
-        terms = [t for t in dict.fromkeys(terms) if t]
-        if not terms or limit <= 0:
-            return []
-        df = self.document_frequencies(terms)
-        rare: list[str] = []
-        total = 0
-        for term in sorted(terms, key=lambda t: (df.get(t, 0), t)):
-            if joiner == "AND" or (total < limit and total + df.get(term, 0) <= SCAN_CAP):
-                rare.append(term)
-                total += df.get(term, 0)
-        common = [t for t in sorted(terms, key=lambda t: (df.get(t, 0), t)) if t not in rare]
-        glue = " | " if joiner == "OR" else " & "
-        rows: dict[int, tuple[int, str, float]] = {}
-        if rare:
-            for row in self._ranked(
-                rare if joiner == "OR" else terms,
-                glue,
-                terms,
-                idf,
-                stats,
-                limit,
-                order="proxy DESC, seq",
-            ):
-                rows[row[0]] = row
-        for term in common:  # rarest first
-            if len(rows) >= limit:
-                break
-            for row in self._ranked(
-                [term], glue, terms, idf, stats, limit, order="token_count, seq"
-            ):
-                rows.setdefault(row[0], row)
-        ranked = sorted(rows.values(), key=lambda r: (-r[2], r[0]))
-        return ranked[:limit]
-
-    def _ranked(
-        self,
-        match_terms: Sequence[str],
-        glue: str,
-        terms: Sequence[str],
-        idf: Mapping[str, float],
-        stats: CorpusStats,
-        limit: int,
-        *,
-        order: str,
-    ) -> list[tuple[int, str, float]]:
-        """Rows matching ``match_terms`` (joined by ``glue``) in ``order``, with their BM25 at
-        tf = 1 over all ``terms``: Σ idf(t)·[t ∈ d] · (k1+1) / (1 + k1·(1 − b + b·|d|/avgdl))."""
-        present = " + ".join(["%s::float8 * (tsv @@ %s::tsquery)::int"] * len(terms))
-        params: list[Any] = []
-        for term in terms:
-            params += [idf.get(term, 1.0), _tsquery_lexeme(term)]
-        avg = stats.avg_length if stats.avg_length > 0 else 1.0
-        query = glue.join(_tsquery_lexeme(t) for t in match_terms)
-        found = self.conn.execute(
-            f"SELECT seq, tokens, ({present}) * {_K1 + 1} / "
-            f"(1 + {_K1} * ({1 - _B} + {_B} * token_count / %s::float8)) AS proxy "
-            "FROM memdir_chunks WHERE workspace_id = %s AND tsv @@ %s::tsquery "
-            f"ORDER BY {order} LIMIT %s",
-            [*params, avg, self.workspace_id, query, limit],
-        ).fetchall()
-        return [(int(r[0]), str(r[1]), float(r[2])) for r in found]
-
-    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        wanted = list(dict.fromkeys(terms))
-        if not wanted:
-            return {}
-        rows = self.conn.execute(
-            "SELECT term, df FROM memdir_terms WHERE workspace_id = %s AND term = ANY(%s)",
-            (self.workspace_id, wanted),
-        )
-        return {str(term): int(df) for term, df in rows if df > 0}
-
-    def corpus_stats(self) -> CorpusStats:
-        row = self._one(
-            "SELECT chunk_count, token_total FROM memdir_workspaces WHERE workspace_id = %s",
-            (self.workspace_id,),
-        )
-        count, total = (int(row[0]), int(row[1])) if row else (0, 0)
-        return CorpusStats(count, total / count if count else 0.0)
-
-    def keyword_search(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """``(seq, −pre-rank score)``: the SQL pre-ranking alone (negative: lower is better)."""
-        terms, _ = parse_match(match)
-        stats = self.corpus_stats()
-        df = self.document_frequencies(terms)
-        idf = {t: _lucene_idf(stats.documents, df.get(t, 0)) for t in terms}
-        return [(seq, -score) for seq, _, score in self._candidates(match, idf, limit, stats)]
-
-    # -- vectors ------------------------------------------------------------------------
-
-    def all_vectors(self) -> tuple[np.ndarray, Vectors]:
-        rows = self.conn.execute(
-            "SELECT seq, embedding FROM memdir_vectors WHERE workspace_id = %s ORDER BY seq",
-            (self.workspace_id,),
-        ).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        return seqs, np.stack([_to_numpy(r[1]) for r in rows])
-
-    def nearest(
-        self, query: Vectors, k: int, *, exact: bool | None = None, ef_search: int | None = None
-    ) -> list[tuple[int, float]]:
-        """``(seq, cosine similarity)`` of the ``k`` nearest vectors, best first.
-
-        Args:
-            exact: force exact search (True) or the HNSW index (False); by default exact
-                while the workspace has at most :data:`EXACT_SEARCH_MAX` vectors.
-            ef_search: the HNSW candidate list size; default max(:data:`EF_SEARCH_MIN`, 2k).
-        """
-        dims = int(query.shape[-1])
-        if k <= 0 or dims <= 0:
-            return []
-        vec = np.asarray(query, dtype=np.float32)
-        if exact is None:
-            exact = dims > HNSW_MAX_DIMS or self._few_vectors(dims)
-        if not exact:
-            ef = ef_search or min(1000, max(EF_SEARCH_MIN, 2 * k))
-            rows = self._hnsw(vec, dims, k, ef)
-            if len(rows) >= k:
-                return rows
-        # ``embedding <=> q`` does not match the HNSW index's expression: an exact scan.
-        found = self.conn.execute(
-            "SELECT seq, 1 - (embedding <=> %s) FROM memdir_vectors "
-            f"WHERE workspace_id = %s AND dims = {dims} ORDER BY embedding <=> %s, seq LIMIT %s",
-            (vec, self.workspace_id, vec, k),
-        ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in found]
-
-    def _few_vectors(self, dims: int) -> bool:
-        row = self._one(
-            "SELECT count(*) FROM (SELECT 1 FROM memdir_vectors WHERE workspace_id = %s "
-            f"AND dims = {dims} LIMIT {EXACT_SEARCH_MAX + 1}) AS s",
-            (self.workspace_id,),
-        )
-        return int(row[0]) <= EXACT_SEARCH_MAX
-
-    def _hnsw(self, vec: Vectors, dims: int, k: int, ef: int) -> list[tuple[int, float]]:
-        cast = f"vector({dims})"
-        with self.conn.transaction():
-            # set_config(..., true) lasts for this transaction only (SET LOCAL).
-            self.conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'strict_order', true)",
-                (str(ef),),
-            )
-            rows = self.conn.execute(
-                f"SELECT seq, 1 - (embedding::{cast} <=> %s::{cast}) FROM memdir_vectors "
-                f"WHERE workspace_id = %s AND dims = {dims} "
-                f"ORDER BY embedding::{cast} <=> %s::{cast} LIMIT %s",
-                (vec, self.workspace_id, vec, k),
-            ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
 
     # -- embedding cache ----------------------------------------------------------------
 
