@@ -159,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             results[config.name] = {"error": run.error}
         else:
             results[config.name] = metrics(questions, run.hits[0], run.latencies_ms[0])
+            shown = ", ".join(f"{k} {common.fmt(results[config.name][k])}" for k in ("R@1", "R@6"))
+            common.log(f"[{config.name}] {shown}")
 
     out = [common.report_header("CMRC 2018 retrieval (memory_search)", "cmrc.py", argv, info)]
     out.append(f"- Split: {split_text}; one topic note per paragraph")

@@ -290,6 +290,14 @@ def main(argv: list[str] | None = None) -> int:
         runs[config.name] = runner.run(corpora, config)
         seconds[config.name] = round(time.perf_counter() - start, 1)
         common.log(f"[{config.name}] done in {seconds[config.name]} s")
+        if not runs[config.name].error:  # early numbers, in case a later configuration fails
+            rows = [
+                (q, question_metrics(q, hits, wheres[ci]))
+                for ci, (_, _, questions) in enumerate(convs)
+                for q, hits in zip(questions, runs[config.name].hits[ci], strict=True)
+            ]
+            seen = common.mean([m["seen@6"] for _, m in rows])
+            common.log(f"[{config.name}] seen@6 {common.fmt(seen)} ({layouts[0]} layout)")
 
     results: dict[str, dict[str, Any]] = {layout: {} for layout in layouts}
     for li, layout in enumerate(layouts):
