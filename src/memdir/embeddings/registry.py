@@ -11,22 +11,35 @@ from collections.abc import Callable
 
 from memdir.config import EmbeddingConfig
 from memdir.embeddings.base import Embedder
-from memdir.errors import ConfigError
+from memdir.registry import ProviderRegistry
 
 Factory = Callable[[EmbeddingConfig], Embedder | None]
 
-_REGISTRY: dict[str, Factory] = {}
+
+def _load_builtins() -> None:
+    from memdir.embeddings import remote
+    from memdir.embeddings.fake import FakeEmbedder
+    from memdir.embeddings.local import LocalEmbedder
+
+    register_embedder("none", lambda cfg: None)
+    register_embedder("fake", lambda cfg: FakeEmbedder(int(cfg.model) if cfg.model else 64))
+    register_embedder("local", lambda cfg: LocalEmbedder(cfg.model))
+    remote.register_all(register_embedder)
+
+
+_REGISTRY: ProviderRegistry[EmbeddingConfig, Embedder] = ProviderRegistry(
+    "embedding provider", _load_builtins
+)
 
 
 def register_embedder(name: str, factory: Factory) -> None:
     """Make ``factory`` available as ``embedding.provider = name``."""
-    _REGISTRY[name] = factory
+    _REGISTRY.register(name, factory)
 
 
 def embedder_names() -> list[str]:
     """The registered provider names, sorted."""
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def create_embedder(config: EmbeddingConfig) -> Embedder | None:
@@ -36,29 +49,4 @@ def create_embedder(config: EmbeddingConfig) -> Embedder | None:
         ConfigError: the provider name is unknown.
         ProviderUnavailable: the provider cannot run here (missing package, key, model).
     """
-    _load_builtins()
-    factory = _REGISTRY.get(config.provider)
-    if factory is None:
-        raise ConfigError(
-            f"unknown embedding provider {config.provider!r}: choose one of "
-            f"{', '.join(sorted(_REGISTRY))}"
-        )
-    return factory(config)
-
-
-_loaded = False
-
-
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from memdir.embeddings import remote
-    from memdir.embeddings.fake import FakeEmbedder
-    from memdir.embeddings.local import LocalEmbedder
-
-    register_embedder("none", lambda cfg: None)
-    register_embedder("fake", lambda cfg: FakeEmbedder(int(cfg.model) if cfg.model else 64))
-    register_embedder("local", lambda cfg: LocalEmbedder(cfg.model))
-    remote.register_all(register_embedder)
+    return _REGISTRY.create(config.provider, config)

@@ -12,21 +12,29 @@ from collections.abc import Callable
 from memdir.config import LLMConfig, resolve_secret
 from memdir.errors import ConfigError, ProviderUnavailable
 from memdir.llm.base import LLM
+from memdir.registry import ProviderRegistry
 
 Factory = Callable[[LLMConfig], LLM | None]
 
-_REGISTRY: dict[str, Factory] = {}
+
+def _load_builtins() -> None:
+    register_llm("none", lambda cfg: None)
+    register_llm("fake", fake_from_config)
+    register_llm("openai", openai_from_config)
+    register_llm("anthropic", anthropic_from_config)
+
+
+_REGISTRY: ProviderRegistry[LLMConfig, LLM] = ProviderRegistry("llm provider", _load_builtins)
 
 
 def register_llm(name: str, factory: Factory) -> None:
     """Make ``factory`` available as ``llm.provider = name``."""
-    _REGISTRY[name] = factory
+    _REGISTRY.register(name, factory)
 
 
 def llm_names() -> list[str]:
     """The registered provider names, sorted."""
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def create_llm(config: LLMConfig) -> LLM | None:
@@ -36,14 +44,7 @@ def create_llm(config: LLMConfig) -> LLM | None:
         ConfigError: the provider name is unknown, or ``api_key`` is a literal secret.
         ProviderUnavailable: the provider cannot run here (missing package, key, model).
     """
-    _load_builtins()
-    factory = _REGISTRY.get(config.provider)
-    if factory is None:
-        raise ConfigError(
-            f"unknown llm provider {config.provider!r}: choose one of "
-            f"{', '.join(sorted(_REGISTRY))}"
-        )
-    return factory(config)
+    return _REGISTRY.create(config.provider, config)
 
 
 def openai_from_config(config: LLMConfig) -> LLM:
@@ -96,17 +97,3 @@ def _api_key(config: LLMConfig) -> str:
         raise ProviderUnavailable(
             f"{exc}: export {config.api_key[4:]}=… or change llm.api_key"
         ) from exc
-
-
-_loaded = False
-
-
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    register_llm("none", lambda cfg: None)
-    register_llm("fake", fake_from_config)
-    register_llm("openai", openai_from_config)
-    register_llm("anthropic", anthropic_from_config)
