@@ -322,6 +322,7 @@ class Runner:
         ident = (
             f"{emb_id}__{config.index.keyword_tokenizer}"
             f"__c{config.chunking.tokens}o{config.chunking.overlap}"
+            f"{'' if config.chunking.pooling == 'chunk' else 'p' + config.chunking.pooling}"
         )
         root = self.cache / corpus.key / ident
         reuse = not self.fresh or root in self.built_now

@@ -37,6 +37,7 @@ _OPENCLAW = {
         "min_score": 0.35,
         "vector_weight": 0.7,
         "text_weight": 0.3,
+        "score_both_legs": False,
     },
 }
 
@@ -81,6 +82,26 @@ CONFIGS: dict[str, BenchConfig] = {
             "c160",
             {"chunking": {"tokens": 160, "overlap": 0}},
             about="chunks 160 tokens, no overlap",
+        ),
+        BenchConfig(
+            "c200s750",
+            {"chunking": {"tokens": 200, "overlap": 120}, "search": {"snippet_chars": 750}},
+            about="chunks 200/120 tokens, snippets up to 750 chars",
+        ),
+        BenchConfig(
+            "c175",
+            {"chunking": {"tokens": 175, "overlap": 100}},
+            about="chunks 175/100 tokens (vectors pooled from lines)",
+        ),
+        BenchConfig(
+            "c175-whole",
+            {"chunking": {"tokens": 175, "overlap": 100, "pooling": "chunk"}},
+            about="chunks 175/100 tokens, each chunk embedded whole",
+        ),
+        BenchConfig(
+            "whole",
+            {"chunking": {"pooling": "chunk"}},
+            about="defaults with each chunk embedded whole (no line pooling)",
         ),
         BenchConfig(
             "snippet-1600",

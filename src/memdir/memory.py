@@ -164,6 +164,7 @@ class Memory:
             max_results=max_results,
             min_score=min_score,
             exclude_paths=PRIVATE_FILES if self.scope == "shared" else frozenset(),
+            lines_of=self._file_lines,
         )
         if report is not None:
             response.warnings.extend(report.warnings)
@@ -182,6 +183,18 @@ class Memory:
             )
         record_recalls(self.recalls, response, now=now())  # never raises; warns instead
         return response
+
+    def _file_lines(self, path: str) -> list[str] | None:
+        """An indexed file's lines as they are now (for widening results); None if unreadable."""
+        try:
+            data = self.workspace.resolve_memory_path(path).read_bytes()
+        except (MemdirError, OSError):
+            return None
+        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+        lines = [line.removesuffix("\r") for line in text.split("\n")]
+        if text.endswith("\n"):
+            lines.pop()
+        return lines
 
     def get(
         self, path: str, *, from_line: int | None = None, lines: int | None = None

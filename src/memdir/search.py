@@ -15,7 +15,7 @@ below ``min_score``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
@@ -133,6 +133,28 @@ def bm25_to_score(rank: float) -> float:
     if not math.isfinite(rank) or rank >= 0:
         return 0.0
     return -rank / (1.0 - rank)
+
+
+def complete_legs(
+    manager: IndexManager, pool: Sequence[Candidate], query_vector: Any, terms: Sequence[str]
+) -> None:
+    """Give each candidate the leg that did not return it: the cosine similarity of a keyword
+    hit outside the vector top-k, the BM25 of a vector hit the keyword leg missed. Without
+    this a chunk found by one leg scores 0 on the other and sinks below weaker chunks that
+    both legs returned."""
+    no_vector = [c.chunk.seq for c in pool if c.vector <= 0]
+    if no_vector:
+        sims = manager.vector_scores(query_vector, no_vector)
+        for cand in pool:
+            if cand.chunk.seq in sims:
+                cand.vector = max(0.0, sims[cand.chunk.seq])
+    no_text = {c.chunk.seq: c.chunk.text for c in pool if not c.keyword_hit}
+    if no_text and terms:
+        scores = manager.keyword_scores(terms, no_text)
+        for cand in pool:
+            if scores.get(cand.chunk.seq, 0.0) > 0:
+                cand.text = scores[cand.chunk.seq]
+                cand.keyword_hit = True
 
 
 def merge_hybrid(candidates: Sequence[Candidate], vector_weight: float, text_weight: float) -> None:
@@ -318,8 +340,13 @@ def run_search(
     max_results: int | None = None,
     min_score: float | None = None,
     exclude_paths: frozenset[str] = frozenset(),
+    lines_of: LinesOf | None = None,
 ) -> SearchResponse:
-    """Run the whole pipeline on an up-to-date index (the caller refreshes it first)."""
+    """Run the whole pipeline on an up-to-date index (the caller refreshes it first).
+
+    ``lines_of(path)`` returns a file's current lines (or None); with it, results are widened
+    with neighbouring lines up to ``snippet_chars`` (see :func:`place_results`).
+    """
     k = max(1, max_results or config.max_results)
     threshold = config.min_score if min_score is None else min_score
     n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
@@ -363,6 +390,8 @@ def run_search(
         pool.append(cand)
 
     mode = "hybrid" if query_vector is not None else ("keyword" if match else "empty")
+    if mode == "hybrid" and config.score_both_legs and query_vector is not None:
+        complete_legs(manager, pool, query_vector, terms)
     if mode == "keyword":
         keyword_only_scores(pool, terms)
     else:
@@ -392,9 +421,8 @@ def run_search(
             warnings.append("no result passed min_score; showing keyword matches")
     else:
         kept = ranked  # keyword-only mode returns its best even below min_score
-    chosen = kept[:k]
     weights = term_weights(terms, [c.chunk.text for c in pool])
-    results = [_to_result(c, weights, config.snippet_chars) for c in chosen]
+    results = place_results(kept, k, weights, config.snippet_chars, lines_of)
     if match is None and not query.strip():
         warnings.append("empty query")
     elif match is None:
@@ -402,20 +430,124 @@ def run_search(
     return SearchResponse(query, results, mode, legs, terms, warnings)
 
 
+#: ``lines_of(path)``: a file's lines as they are now, or None when it cannot be read.
+LinesOf = Callable[[str], Sequence[str] | None]
+
+
+def place_results(
+    ranked: Sequence[Candidate],
+    k: int,
+    weights: Mapping[str, float],
+    budget: int,
+    lines_of: LinesOf | None = None,
+) -> list[SearchResult]:
+    """Turn ranked chunks into at most ``k`` results that never repeat a line.
+
+    Chunks overlap, so the next-best chunk often shares lines with one already chosen: it is
+    trimmed to its longest run of lines not yet shown (and dropped when nothing is left). Then,
+    when ``lines_of`` can read the file and the chunk still matches it, the result is widened
+    with the neighbouring lines below and above, one at a time, while the text stays within
+    ``budget`` characters and shows no line twice. A chunk longer than the budget keeps its
+    range and gets the best window of it as its snippet (:func:`make_snippet`).
+    """
+    shown: dict[str, dict[int, list[str]]] = {}
+    files: dict[str, Sequence[str] | None] = {}
+    out: list[SearchResult] = []
+    for cand in ranked:
+        if len(out) >= k:
+            break
+        chunk = cand.chunk
+        taken = shown.setdefault(chunk.path, {})
+        chunk_lines = chunk.text.split("\n")
+        aligned = len(chunk_lines) == chunk.end_line - chunk.start_line + 1
+        if not aligned:
+            chunk_lines = [chunk.text]  # not line-aligned (should not happen): one block
+        first = chunk.start_line
+        free = [
+            not any(part in seen for seen in taken.get(first + i, ()))
+            for i, part in enumerate(chunk_lines)
+        ]
+        run = _longest_run(free)
+        if run is None:
+            continue  # every line of it is already shown
+        start, end = first + run[0], first + run[1]
+        if not aligned:
+            start, end = chunk.start_line, chunk.end_line
+        text = "\n".join(chunk_lines[run[0] : run[1] + 1])
+        if len(text) > budget:
+            snippet = make_snippet(text, weights, budget)
+        else:
+            if lines_of is not None and chunk.path not in files:
+                files[chunk.path] = lines_of(chunk.path)
+            start, end, text = _widen(files.get(chunk.path), chunk, start, end, text, taken, budget)
+            snippet = text
+        for offset, line_text in enumerate(text.split("\n")):
+            taken.setdefault(start + offset, []).append(line_text)
+        out.append(_to_result(cand, start, end, snippet))
+    return out
+
+
+def _longest_run(flags: Sequence[bool]) -> tuple[int, int] | None:
+    """``(first, last)`` indices of the longest run of True in ``flags`` (the first of equals)."""
+    best: tuple[int, int] | None = None
+    run_start: int | None = None
+    for i, flag in enumerate([*flags, False]):
+        if flag and run_start is None:
+            run_start = i
+        elif not flag and run_start is not None:
+            if best is None or i - 1 - run_start > best[1] - best[0]:
+                best = (run_start, i - 1)
+            run_start = None
+    return best
+
+
+def _widen(
+    lines: Sequence[str] | None,
+    chunk: ChunkRow,
+    start: int,
+    end: int,
+    text: str,
+    taken: Mapping[int, object],
+    budget: int,
+) -> tuple[int, int, str]:
+    """Add neighbouring lines of the file below and above ``start..end`` within ``budget``."""
+    if lines is None or chunk.end_line > len(lines):
+        return start, end, text
+    if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.text:
+        return start, end, text  # the file changed since it was indexed: show what was found
+    size = len(text)
+    grew = True
+    while grew:
+        grew = False
+        for line in (end + 1, start - 1):
+            if not 1 <= line <= len(lines) or line in taken:
+                continue
+            extra = len(lines[line - 1]) + 1
+            if size + extra > budget:
+                continue
+            size += extra
+            if line > end:
+                end = line
+            else:
+                start = line
+            grew = True
+    return start, end, "\n".join(lines[start - 1 : end])
+
+
 def _placeholder(seq: int) -> ChunkRow:
     return ChunkRow(seq, "", "", "", 0, 0, "")
 
 
-def _to_result(cand: Candidate, weights: Mapping[str, float], snippet_chars: int) -> SearchResult:
+def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchResult:
     chunk = cand.chunk
     return SearchResult(
         path=chunk.path,
-        start_line=chunk.start_line,
-        end_line=chunk.end_line,
+        start_line=start,
+        end_line=end,
         score=cand.score,
-        snippet=make_snippet(chunk.text, weights, snippet_chars),
+        snippet=snippet,
         source=chunk.source,
-        citation=f"{chunk.path}#L{chunk.start_line}-L{chunk.end_line}",
+        citation=f"{chunk.path}#L{start}-L{end}",
         explain={
             "vector": round(cand.vector, 6),
             "text": round(cand.text, 6),
@@ -440,5 +572,6 @@ __all__ = [
     "make_snippet",
     "merge_hybrid",
     "mmr_rerank",
+    "place_results",
     "run_search",
 ]

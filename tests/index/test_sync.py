@@ -70,7 +70,7 @@ def test_edit_reembeds_only_changed_chunks(backend: Backend, workspace: Path) ->
     second = mgr.sync()
     assert second.updated == 1
     assert second.embedded <= 2  # the edited chunk (and at most one overlapping neighbour)
-    assert second.cache_hits >= first.embedded - 2
+    assert second.cache_hits >= second.chunks_written - 2
 
 
 def test_deleted_file_is_pruned(backend: Backend, workspace: Path) -> None:

@@ -182,7 +182,7 @@ def test_mixed_cjk_and_ascii_line_pieces_fit():
 def test_ten_megabyte_single_line():
     line = (string.ascii_letters * (10_000_000 // len(string.ascii_letters) + 1))[:10_000_000]
 
-    chunks = chunk_markdown(line)
+    chunks = chunk_markdown(line, max_tokens=400, overlap_tokens=80)
 
     assert len(chunks) == math.ceil(10_000_000 / 1600)
     assert all((c.start_line, c.end_line) == (1, 1) for c in chunks)
@@ -264,3 +264,22 @@ def test_single_long_line_pieces_reproduce_the_line(line, max_tokens, overlap):
     assert "".join(c.text for c in chunks) == line
     assert all(estimate_tokens(c.text) <= max_tokens for c in chunks)
     assert all((c.start_line, c.end_line) == (1, 1) for c in chunks)
+
+
+def test_long_line_is_cut_at_sentence_ends():
+    sentence = "这是一个关于分布式锁的句子，说明了锁的用途。"  # 22 CJK tokens
+    line = sentence * 10
+    chunks = chunk_markdown(line, max_tokens=50, overlap_tokens=0)
+    assert "".join(c.text for c in chunks) == line
+    assert all(c.text.endswith("。") for c in chunks)
+    assert all(estimate_tokens(c.text) <= 50 for c in chunks)
+
+
+def test_long_english_line_is_cut_after_a_sentence_or_a_space():
+    line = "The redis cluster listens on port 6380. " * 12 + "x" * 30
+    chunks = chunk_markdown(line, max_tokens=30, overlap_tokens=0)
+    assert "".join(c.text for c in chunks) == line
+    assert all(c.text.endswith(". ") or c.text.endswith(" ") for c in chunks[:-1])
+    nospace = "y" * 400
+    pieces = chunk_markdown(nospace, max_tokens=30, overlap_tokens=0)
+    assert [len(c.text) for c in pieces] == [120, 120, 120, 40]

@@ -219,6 +219,10 @@ class IndexBackend(Protocol):
         """All stored vectors as ``(seqs, matrix)`` (exact search, tests, benchmarks)."""
         ...
 
+    def vectors_by_seq(self, seqs: Sequence[int]) -> dict[int, Vectors]:
+        """The stored vectors of these chunks (chunks without one are left out)."""
+        ...
+
     # -- embedding cache ----------------------------------------------------------------
 
     def cache_get(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from memdir.index.base import CorpusStats, IndexBackend
 
@@ -33,10 +33,12 @@ __all__ = [
     "PREFETCH",
     "B",
     "CorpusStats",
+    "bm25_document",
     "bm25_search",
     "bm25_term",
     "corpus_stats",
     "lucene_idf",
+    "term_idf",
 ]
 
 
@@ -68,19 +70,21 @@ def bm25_search(
     """``(seq, bm25)`` of the best ``limit`` chunks for the keyword ``match`` over ``terms``."""
     if limit <= 0 or not terms:
         return []
-    wanted = list(dict.fromkeys(terms))
-    df = store.document_frequencies(wanted)
-    idf = {t: lucene_idf(stats.documents, df.get(t, 0)) for t in wanted}
+    idf = term_idf(store, terms, stats)
     rows = store.keyword_candidates(match, idf, limit * PREFETCH, stats)
-    if not rows:
-        return []
-    scored: list[tuple[int, float]] = []
-    for seq, tokens in rows:
-        words = tokens.split()
-        counts = Counter(words)
-        score = sum(
-            bm25_term(counts.get(t, 0), len(words), stats.avg_length, idf[t]) for t in wanted
-        )
-        scored.append((seq, score))
+    scored = [(seq, bm25_document(tokens.split(), idf, stats)) for seq, tokens in rows]
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored[:limit]
+
+
+def term_idf(store: IndexBackend, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
+    """Each distinct term's Lucene IDF in the stored chunks."""
+    wanted = list(dict.fromkeys(terms))
+    df = store.document_frequencies(wanted)
+    return {t: lucene_idf(stats.documents, df.get(t, 0)) for t in wanted}
+
+
+def bm25_document(words: Sequence[str], idf: Mapping[str, float], stats: CorpusStats) -> float:
+    """BM25 of one chunk (its token list) for the terms of ``idf``."""
+    counts = Counter(words)
+    return sum(bm25_term(counts.get(t, 0), len(words), stats.avg_length, w) for t, w in idf.items())

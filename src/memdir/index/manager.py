@@ -28,23 +28,25 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 from filelock import FileLock, Timeout
 
 from memdir.config import ChunkingConfig, memdir_home
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ConfigError, IndexStoreError
 from memdir.index.base import CorpusStats, IndexBackend, IndexLifecycle, LifecycleOptions
-from memdir.index.fts import bm25_search, corpus_stats
+from memdir.index.fts import bm25_document, bm25_search, corpus_stats, term_idf
 from memdir.index.schema import SCHEMA_VERSION
 from memdir.index.store import IndexStore
 from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
 from memdir.index.vectors import VectorSearch, create_vector_search
-from memdir.text import TOKENIZER_VERSION
+from memdir.markdown.chunking import CHUNKER_VERSION
+from memdir.text import TOKENIZER_VERSION, index_text
 from memdir.workspace import Workspace
 
 INDEX_NAME = "index.sqlite"
@@ -71,6 +73,8 @@ def index_identity(
         "dims": embedder.dims if embedder else 0,
         "chunk_tokens": chunking.tokens,
         "chunk_overlap": chunking.overlap,
+        "chunker": CHUNKER_VERSION,
+        "pooling": chunking.pooling,
     }
 
 
@@ -402,6 +406,7 @@ class IndexManager:
             self.store(),
             self.embedder,
             batch_tokens=self.batch_tokens,
+            pooling=self.chunking.pooling,
             limit=limit,
             progress=progress,
             report=report,
@@ -448,15 +453,39 @@ class IndexManager:
         if self.keyword_tokenizer == "plain":
             hits = self.read(lambda s: s.keyword_search(match, k))
             return [(seq, _saturate(-rank)) for seq, rank in hits]
-        key = self.lifecycle.cache_key()
-        if self._stats is None or self._stats[0] != key:
-            self._stats = (key, self.read(corpus_stats))
-        stats = self._stats[1]
+        stats = self._corpus_stats()
         hits = self.read(lambda s: bm25_search(s, match, terms, k, stats))
         return [(seq, _saturate(score)) for seq, score in hits]
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return list(self.read(lambda _store: self.lifecycle.vector_search(query, k)))
+
+    def vector_scores(self, query: Vectors, seqs: Sequence[int]) -> dict[int, float]:
+        """Cosine similarity of ``query`` to each of these chunks that has a vector."""
+        if not seqs:
+            return {}
+        found = self.read(lambda store: store.vectors_by_seq(list(seqs)))
+        q = np.asarray(query, dtype=np.float32)
+        return {seq: float(vec @ q) for seq, vec in found.items() if vec.shape == q.shape}
+
+    def keyword_scores(self, terms: Sequence[str], texts: Mapping[int, str]) -> dict[int, float]:
+        """The keyword leg's score (saturated memdir BM25) of chunks it did not return itself,
+        from their text, so that fusion sees both legs for every candidate. Empty for the
+        ``plain`` tokenizer (FTS5's own bm25 cannot score a chosen row)."""
+        if self.keyword_tokenizer != "memdir" or not terms or not texts:
+            return {}
+        stats = self._corpus_stats()
+        idf = self.read(lambda store: term_idf(store, terms, stats))
+        return {
+            seq: _saturate(bm25_document(index_text(text).split(), idf, stats))
+            for seq, text in texts.items()
+        }
+
+    def _corpus_stats(self) -> CorpusStats:
+        key = self.lifecycle.cache_key()
+        if self._stats is None or self._stats[0] != key:
+            self._stats = (key, self.read(corpus_stats))
+        return self._stats[1]
 
     def close(self) -> None:
         self.lifecycle.close()

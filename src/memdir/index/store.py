@@ -302,6 +302,17 @@ class IndexStore:
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         return seqs, matrix.reshape(len(rows), -1)
 
+    def vectors_by_seq(self, seqs: Sequence[int]) -> dict[int, Vectors]:
+        out: dict[int, Vectors] = {}
+        for start in range(0, len(seqs), 500):
+            part = [int(s) for s in seqs[start : start + 500]]
+            marks = ",".join("?" * len(part))
+            for seq, blob in self.conn.execute(
+                f"SELECT seq, embedding FROM vectors WHERE seq IN ({marks})", part
+            ):
+                out[int(seq)] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
     # -- embedding cache --------------------------------------------------------------------
 
     def cache_get(

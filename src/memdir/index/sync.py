@@ -6,7 +6,11 @@
    that vanished are pruned. Fast: no model runs here.
 2. :func:`embed_pending` — chunks that still lack a vector are embedded in token-bounded
    batches, written to the cache and the index batch by batch. A provider failure leaves them
-   pending (keyword search still finds them) and is reported, never raised.
+   pending (keyword search still finds them) and is reported, never raised. With
+   ``chunking.pooling = "lines"`` (the default) a chunk's vector is the normalised mean of its
+   lines' embeddings (:func:`embedding_units`): every distinct line is embedded once and cached
+   by its hash, so overlapping chunks cost no extra model time and an edited line re-embeds only
+   itself.
 
 The caller holds the index write lock around each phase (see :mod:`memdir.index.manager`).
 """
@@ -22,8 +26,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from memdir.config import ChunkingConfig
-from memdir.embeddings.base import Embedder, check_dims, token_batches
+from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, token_batches
 from memdir.errors import ConfigError, ProviderError
 from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.markdown.chunking import chunk_markdown
@@ -168,18 +174,14 @@ def _sync_one(
                 f"too large to embed ({len(data) / 1e6:.1f} MB > {EMBED_MAX_BYTES / 1e6:.0f} MB)"
                 ": keyword search only",
             )
+        keys = [vector_key(p.hash, chunking.pooling) for p in pieces]
         cached = (
-            store.cache_get(
-                embedder.provider,
-                embedder.model_id,
-                embedder.provider_key,
-                [p.hash for p in pieces],
-            )
+            store.cache_get(embedder.provider, embedder.model_id, embedder.provider_key, keys)
             if embedder is not None and embeddable
             else {}
         )
-        report.cache_hits += sum(1 for p in pieces if p.hash in cached)
-        for piece in pieces:
+        report.cache_hits += sum(1 for k in keys if k in cached)
+        for piece, key in zip(pieces, keys, strict=True):
             chunks.append(
                 NewChunk(
                     id=chunk_id(
@@ -195,7 +197,7 @@ def _sync_one(
                     hash=piece.hash,
                     text=piece.text,
                     tokens=tokenize(piece.text),
-                    embedding=cached.get(piece.hash),
+                    embedding=cached.get(key),
                     embed=embeddable,
                 )
             )
@@ -232,11 +234,30 @@ def decode_markdown(data: bytes, path: str) -> tuple[str | None, str | None]:
     return text.removeprefix("\ufeff"), warning
 
 
+def vector_key(chunk_hash: str, pooling: str) -> str:
+    """The embedding-cache key of a chunk's vector: its text's hash when the chunk is embedded
+    whole, a derived key when the vector is pooled from its lines (a different vector)."""
+    if pooling == "chunk":
+        return chunk_hash
+    return hashlib.sha256(f"{pooling}-mean:{chunk_hash}".encode()).hexdigest()
+
+
+def embedding_units(text: str) -> list[str]:
+    """The texts whose embeddings a ``lines``-pooled chunk averages: its non-blank lines."""
+    units = [line.strip() for line in text.split("\n")]
+    return [u for u in units if u] or [text]
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def embed_pending(
     store: IndexBackend,
     embedder: Embedder,
     *,
     batch_tokens: int,
+    pooling: str = "chunk",
     limit: int | None = None,
     progress: Progress | None = None,
     report: SyncReport | None = None,
@@ -245,6 +266,7 @@ def embed_pending(
     """Phase 2: embed chunks that lack a vector (see the module docstring).
 
     Args:
+        pooling: ``chunk`` embeds each chunk's text; ``lines`` averages its lines' embeddings.
         limit: embed at most this many chunks (the rest stays pending).
         lock: a context-manager factory taken around each batch's write, so other
             processes can sync between batches.
@@ -254,26 +276,26 @@ def embed_pending(
     pending = store.chunks_without_vectors(limit=limit or 10_000_000)
     total = len(pending)
     done = 0
+    who = f"{embedder.provider}/{embedder.model_id}"
+    ids = (embedder.provider, embedder.model_id, embedder.provider_key)
     for start, end in token_batches([text for _, _, text in pending], batch_tokens):
         batch = pending[start:end]
         try:
-            vectors = check_dims(
-                embedder.embed_documents([text for _, _, text in batch]),
-                len(batch),
-                embedder.dims,
-                who=f"{embedder.provider}/{embedder.model_id}",
-            )
+            if pooling == "chunk":
+                vectors = check_dims(
+                    embedder.embed_documents([text for _, _, text in batch]),
+                    len(batch),
+                    embedder.dims,
+                    who=who,
+                )
+                cache_items = [(h, v) for (_, h, _), v in zip(batch, vectors, strict=True)]
+            else:
+                vectors, cache_items = _pool_lines(store, embedder, batch, pooling, who)
         except ProviderError as exc:
             report.warnings.append(f"embedding failed, keyword search only for now: {exc}")
             break
-        hashes = [h for _, h, _ in batch]
         with lock() if lock else contextlib.nullcontext():
-            store.cache_put(
-                embedder.provider,
-                embedder.model_id,
-                embedder.provider_key,
-                list(zip(hashes, vectors, strict=True)),
-            )
+            store.cache_put(*ids, cache_items)
             store.set_vectors([(seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True)])
         done += len(batch)
         report.embedded += len(batch)
@@ -282,6 +304,43 @@ def embed_pending(
     report.pending_vectors = total - done
     report.seconds += time.perf_counter() - started
     return report
+
+
+def _pool_lines(
+    store: IndexBackend,
+    embedder: Embedder,
+    batch: list[tuple[int, str, str]],
+    pooling: str,
+    who: str,
+) -> tuple[Vectors, list[tuple[str, Vectors]]]:
+    """Vectors of ``batch``'s chunks as the normalised mean of their lines' embeddings, and the
+    cache entries to write (the new line vectors and the pooled chunk vectors).
+
+    Raises:
+        ProviderError: the embedder failed or returned the wrong shape.
+    """
+    ids = (embedder.provider, embedder.model_id, embedder.provider_key)
+    units = [[(_text_hash(u), u) for u in embedding_units(text)] for _, _, text in batch]
+    wanted = {h: u for chunk_units in units for h, u in chunk_units}
+    known = store.cache_get(*ids, list(wanted))
+    missing = [h for h in wanted if h not in known]
+    fresh: list[tuple[str, Vectors]] = []
+    if missing:
+        embedded = check_dims(
+            embedder.embed_documents([wanted[h] for h in missing]),
+            len(missing),
+            embedder.dims,
+            who=who,
+        )
+        fresh = list(zip(missing, embedded, strict=True))
+        known.update(fresh)
+    vectors = l2_normalize(
+        np.stack(
+            [np.mean([np.asarray(known[h], dtype=np.float32) for h, _ in u], axis=0) for u in units]
+        )
+    )
+    pooled = [(vector_key(h, pooling), v) for (_, h, _), v in zip(batch, vectors, strict=True)]
+    return vectors, fresh + pooled
 
 
 def _same_stat(a: os.stat_result, b: os.stat_result) -> bool:

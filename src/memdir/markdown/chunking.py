@@ -10,9 +10,13 @@ Line numbers are 1-based and inclusive; whitespace-only chunks are dropped.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from memdir.text import estimate_tokens
+
+#: Bumped whenever the same text and settings would be cut differently (the index rebuilds).
+CHUNKER_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class _Piece:
     tokens: int
 
 
-def chunk_markdown(text: str, *, max_tokens: int = 400, overlap_tokens: int = 80) -> list[Chunk]:
+def chunk_markdown(text: str, *, max_tokens: int = 200, overlap_tokens: int = 120) -> list[Chunk]:
     """Cut ``text`` into overlapping line-based chunks.
 
     Args:
@@ -84,8 +88,14 @@ def _pieces(text: str, max_tokens: int) -> list[_Piece]:
     return pieces
 
 
+#: A long line is cut after one of these (the end of a sentence) when one lies in the second
+#: half of the piece, else after a space, else anywhere.
+_SENTENCE_ENDS = re.compile(r"[。！？；…!?;]+[”’」』）)\"']*\s*|[.:]\s+")
+
+
 def _split_long_line(line: str, max_tokens: int) -> list[str]:
-    """Cut one line into consecutive parts of at most ``max_tokens`` estimated tokens."""
+    """Cut one line into consecutive parts of at most ``max_tokens`` estimated tokens, at a
+    sentence end (or a space) in the second half of each part when there is one."""
     parts: list[str] = []
     pos = 0
     window = max_tokens * 4
@@ -101,9 +111,23 @@ def _split_long_line(line: str, max_tokens: int) -> list[str]:
                 else:
                     hi = mid - 1
             end = lo
+        if end < len(line):
+            end = _natural_cut(line, pos, end)
         parts.append(line[pos:end])
         pos = end
     return parts
+
+
+def _natural_cut(line: str, start: int, end: int) -> int:
+    """The last sentence end (else space) in the second half of ``line[start:end]``, or ``end``."""
+    half = start + (end - start) // 2
+    cut = 0
+    for match in _SENTENCE_ENDS.finditer(line, half, end):
+        cut = match.end()
+    if cut > half:
+        return cut
+    space = line.rfind(" ", half, end)
+    return space + 1 if space > half else end
 
 
 def _overlap_tail(pieces: list[_Piece], overlap_tokens: int) -> list[_Piece]:

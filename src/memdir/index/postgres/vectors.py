@@ -44,6 +44,15 @@ class VectorSearch:
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         return seqs, np.stack([_to_numpy(r[1]) for r in rows])
 
+    def vectors_by_seq(self, seqs: Sequence[int]) -> dict[int, Vectors]:
+        if not seqs:
+            return {}
+        rows = self.conn.execute(
+            "SELECT seq, embedding FROM memdir_vectors WHERE workspace_id = %s AND seq = ANY(%s)",
+            (self.workspace_id, [int(s) for s in seqs]),
+        ).fetchall()
+        return {int(r[0]): _to_numpy(r[1]) for r in rows}
+
     def nearest(
         self, query: Vectors, k: int, *, exact: bool | None = None, ef_search: int | None = None
     ) -> list[tuple[int, float]]:

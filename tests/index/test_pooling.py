@@ -1,0 +1,141 @@
+"""Chunk vectors pooled from line embeddings (``chunking.pooling``), and the per-candidate
+scores that let fusion see both legs (``vector_scores``, ``keyword_scores``).
+
+Every test runs on each storage backend (``backend`` fixture).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memdir import FakeEmbedder
+from memdir.config import ChunkingConfig
+from memdir.embeddings.base import l2_normalize
+from memdir.errors import ConfigError
+from memdir.index.manager import index_identity
+from memdir.index.sync import embedding_units, vector_key
+from memdir.text import query_terms
+from tests.helpers import write
+from tests.index.conftest import Backend
+
+LINES = [f"- note {i}: the {w} service runs on port {6000 + i}" for i, w in enumerate("abcdefghij")]
+
+
+def _vectors(mgr, path: str) -> list[tuple[str, np.ndarray]]:  # type: ignore[no-untyped-def]
+    store = mgr.store()
+    seqs, _ = store.all_vectors()
+    rows = store.chunks_by_seq([int(s) for s in seqs])
+    chunks = sorted((r for r in rows.values() if r.path == path), key=lambda r: r.start_line)
+    vecs = store.vectors_by_seq([c.seq for c in chunks])
+    return [(c.text, vecs[c.seq]) for c in chunks]
+
+
+def test_chunk_vector_is_the_normalised_mean_of_its_lines(
+    backend: Backend, workspace: Path
+) -> None:
+    write(workspace, "memory/notes.md", "# Services\n\n" + "\n".join(LINES) + "\n")
+    emb = FakeEmbedder()
+    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20))
+    mgr.sync()
+    chunks = _vectors(mgr, "memory/notes.md")
+    assert len(chunks) > 2  # several overlapping chunks
+    reference = FakeEmbedder()
+    for text, vec in chunks:
+        lines = [line for line in text.split("\n") if line.strip()]
+        expected = l2_normalize(np.mean(reference.embed_documents(lines), axis=0))
+        assert np.allclose(vec, expected, atol=1e-6), text
+
+
+def test_overlapping_chunks_embed_each_distinct_line_once(
+    backend: Backend, workspace: Path
+) -> None:
+    write(workspace, "memory/notes.md", "\n".join(LINES + LINES[:3]) + "\n")  # 3 repeats
+    emb = FakeEmbedder()
+    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30))
+    report = mgr.sync()
+    assert report.embedded == mgr.store().counts()["chunks"] > len(LINES) / 2
+    memory_md = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    distinct = set(LINES) | set(embedding_units(memory_md))
+    assert sum(emb.calls) == len(distinct)  # each distinct line once, whatever the overlap
+
+
+def test_editing_one_line_embeds_only_that_line(backend: Backend, workspace: Path) -> None:
+    path = write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    emb = FakeEmbedder()
+    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30))
+    mgr.sync()
+    before = sum(emb.calls)
+    edited = [*LINES]
+    edited[5] = "- note 5: the f service moved to kafka"
+    path.write_text("\n".join(edited) + "\n", encoding="utf-8")
+    report = mgr.sync()
+    assert report.embedded >= 2  # every chunk holding the line has a new vector…
+    assert sum(emb.calls) - before == 1  # …but the model ran on one line only
+
+
+def test_chunk_pooling_embeds_the_chunk_text_whole(backend: Backend, workspace: Path) -> None:
+    write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    emb = FakeEmbedder()
+    chunking = ChunkingConfig(tokens=40, overlap=20, pooling="chunk")
+    mgr = backend.manager(workspace, emb, chunking=chunking)
+    mgr.sync()
+    reference = FakeEmbedder()
+    for text, vec in _vectors(mgr, "memory/notes.md"):
+        assert np.allclose(vec, reference.embed_documents([text])[0], atol=1e-6)
+    assert sum(emb.calls) == mgr.store().counts()["chunks"]
+
+
+def test_pooled_vectors_come_back_from_the_cache_after_a_rebuild(
+    backend: Backend, workspace: Path
+) -> None:
+    write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    emb = FakeEmbedder()
+    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20))
+    mgr.sync()
+    before = _vectors(mgr, "memory/notes.md")
+    calls = sum(emb.calls)
+    report = mgr.sync(force=True)
+    assert sum(emb.calls) == calls  # nothing embedded again
+    assert report.embedded == 0 and report.cache_hits == mgr.store().counts()["chunks"]
+    after = _vectors(mgr, "memory/notes.md")
+    assert all(np.allclose(a[1], b[1]) for a, b in zip(before, after, strict=True))
+
+
+def test_pooling_is_part_of_the_index_identity_and_validated() -> None:
+    emb = FakeEmbedder()
+    lines = index_identity(emb, ChunkingConfig(pooling="lines"))
+    whole = index_identity(emb, ChunkingConfig(pooling="chunk"))
+    assert lines != whole and lines["pooling"] == "lines"
+    with pytest.raises(ConfigError, match="pooling"):
+        ChunkingConfig(pooling="max")
+    assert vector_key("abc", "chunk") == "abc" != vector_key("abc", "lines")
+
+
+def test_embedding_units_are_the_non_blank_lines() -> None:
+    assert embedding_units("# Title\n\n  - one  \n- two\n") == ["# Title", "- one", "- two"]
+    assert embedding_units("   ") == ["   "]  # never empty
+
+
+def test_vector_and_keyword_scores_of_chosen_chunks(backend: Backend, workspace: Path) -> None:
+    write(workspace, "memory/a.md", "redis listens on port 6380\n")
+    write(workspace, "memory/b.md", "postgres is the main database\n")
+    emb = FakeEmbedder()
+    mgr = backend.manager(workspace, emb)
+    mgr.sync()
+    seqs, _ = mgr.store().all_vectors()
+    rows = {r.path: r for r in mgr.store().chunks_by_seq([int(s) for s in seqs]).values()}
+    a, b = rows["memory/a.md"], rows["memory/b.md"]
+    query = emb.embed_query("redis port")
+    sims = mgr.vector_scores(query, [a.seq, b.seq])
+    nearest = dict(mgr.vector_search(query, 10))
+    assert sims[a.seq] == pytest.approx(nearest[a.seq], abs=1e-6)
+    assert sims[b.seq] == pytest.approx(nearest[b.seq], abs=1e-6)
+    terms = query_terms("redis port")
+    scores = mgr.keyword_scores(terms, {a.seq: a.text, b.seq: b.text})
+    searched = dict(mgr.keyword_search('"redis" OR "port"', terms, 10))
+    assert scores[a.seq] == pytest.approx(searched[a.seq]) and scores[a.seq] > 0
+    assert scores[b.seq] == 0.0
+    assert mgr.vector_scores(query, []) == {} and mgr.keyword_scores([], {a.seq: a.text}) == {}

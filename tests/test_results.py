@@ -1,0 +1,109 @@
+"""How ranked chunks become results (:func:`memdir.search.place_results`) and how fusion sees
+both legs for every candidate (``search.score_both_legs``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memdir import FakeEmbedder, Memory
+from memdir.config import load_config
+from memdir.index.store import ChunkRow
+from memdir.search import Candidate, place_results
+from tests.helpers import write
+
+FILE = [f"[L{n}] " + "word " * 10 for n in range(1, 21)]  # 20 lines of 61 chars
+
+
+def chunk(seq: int, start: int, end: int, path: str = "memory/a.md") -> Candidate:
+    text = "\n".join(FILE[start - 1 : end])
+    return Candidate(ChunkRow(seq, f"id{seq}", path, "memory", start, end, text), score=1.0 / seq)
+
+
+def test_overlapping_chunks_are_trimmed_and_never_repeat_a_line() -> None:
+    ranked = [chunk(1, 5, 8), chunk(2, 7, 10), chunk(3, 6, 7), chunk(4, 15, 16)]
+    results = place_results(ranked, 6, {}, 10_000)
+    spans = [(r.start_line, r.end_line) for r in results]
+    assert spans == [(5, 8), (9, 10), (15, 16)]  # chunk 3 is all shown: skipped
+    assert results[1].snippet == "\n".join(FILE[8:10])
+    assert results[1].citation == "memory/a.md#L9-L10"
+    shown = [line for r in results for line in r.snippet.split("\n")]
+    assert len(shown) == len(set(shown))
+
+
+def test_the_longest_unshown_run_is_kept() -> None:
+    ranked = [chunk(1, 6, 6), chunk(2, 4, 12)]
+    results = place_results(ranked, 6, {}, 10_000)
+    assert [(r.start_line, r.end_line) for r in results] == [(6, 6), (7, 12)]
+
+
+def test_results_are_widened_with_neighbours_within_the_budget() -> None:
+    ranked = [chunk(1, 10, 10), chunk(2, 11, 11), chunk(3, 12, 12)]
+    results = place_results(ranked, 6, {}, 61 * 3 + 2, lambda path: FILE)
+    first, second = results  # chunk 2's line is inside the first result: skipped
+    # one line below, one above: three lines of 61 chars and two newlines fit the budget
+    assert (first.start_line, first.end_line) == (9, 11)
+    assert first.snippet == "\n".join(FILE[8:11]) and len(first.snippet) <= 61 * 3 + 2
+    # line 11 is shown already, so the third chunk widens away from it
+    assert (second.start_line, second.end_line) == (12, 14)
+
+
+def test_no_widening_when_the_file_changed_or_cannot_be_read() -> None:
+    ranked = [chunk(1, 10, 10)]
+    changed = [*FILE]
+    changed[9] = "edited since indexed"
+    for lines in (changed, None, FILE[:5]):
+        (result,) = place_results(ranked, 6, {}, 10_000, lambda path, lines=lines: lines)
+        assert (result.start_line, result.end_line) == (10, 10)
+        assert result.snippet == FILE[9]
+
+
+def test_a_chunk_longer_than_the_budget_keeps_its_range_and_gets_a_window() -> None:
+    ranked = [chunk(1, 1, 20)]
+    (result,) = place_results(ranked, 6, {"l17": 5.0}, 200, lambda path: FILE)
+    assert (result.start_line, result.end_line) == (1, 20)
+    assert len(result.snippet) <= 200 and "[L17]" in result.snippet
+
+
+def test_pieces_of_one_long_line_are_each_shown() -> None:
+    pieces = [
+        Candidate(ChunkRow(i, f"p{i}", "memory/b.md", "memory", 3, 3, text), score=1.0)
+        for i, text in enumerate(["first half of a long line", "second half of it"], start=1)
+    ]
+    results = place_results(pieces, 6, {}, 10_000, lambda path: ["# t", "", "whole"])
+    assert [r.snippet for r in results] == ["first half of a long line", "second half of it"]
+    again = place_results([*pieces, pieces[0]], 6, {}, 10_000)
+    assert len(again) == 2
+
+
+def test_at_most_k_results() -> None:
+    ranked = [chunk(i, i, i) for i in range(1, 11)]
+    assert len(place_results(ranked, 3, {}, 10_000)) == 3
+
+
+def _memory(workspace: Path, both: bool) -> Memory:
+    for i in range(30):
+        text = f"# topic {i}\nfiller text number {i} about work\n"
+        write(workspace, f"memory/topic-{i}.md", text)
+    write(workspace, "memory/target.md", "# ops\nthe zookeeper quorum needs five nodes\n")
+    config = load_config(
+        workspace,
+        overrides={"search": {"score_both_legs": both, "candidate_multiplier": 1}},
+    )
+    return Memory(workspace, config=config, embedder=FakeEmbedder())
+
+
+def test_both_legs_are_scored_for_every_candidate(workspace: Path) -> None:
+    with _memory(workspace, both=True) as mem:
+        response = mem.search("zookeeper quorum work", max_results=3, min_score=0.0)
+    assert response.results
+    for result in response.results:
+        assert result.explain["vector"] > 0  # the cosine of keyword-only hits too
+    target = next(r for r in response.results if r.path == "memory/target.md")
+    assert target.explain["text"] > 0
+
+
+def test_spec_mode_leaves_the_missing_leg_at_zero(workspace: Path) -> None:
+    with _memory(workspace, both=False) as mem:
+        response = mem.search("zookeeper quorum work", max_results=3, min_score=0.0)
+    missing = [r for r in response.results if r.explain["vector"] == 0 or r.explain["text"] == 0]
+    assert missing  # with one candidate per leg, some result lacks one side
