@@ -107,3 +107,22 @@ def test_spec_mode_leaves_the_missing_leg_at_zero(workspace: Path) -> None:
         response = mem.search("zookeeper quorum work", max_results=3, min_score=0.0)
     missing = [r for r in response.results if r.explain["vector"] == 0 or r.explain["text"] == 0]
     assert missing  # with one candidate per leg, some result lacks one side
+
+
+def test_a_piece_of_a_long_line_shows_the_text_around_it() -> None:
+    sentences = [f"第{i}句讲的是第{i}件事情。" for i in range(1, 41)]  # 10 chars each
+    line = "".join(sentences)
+    piece = "".join(sentences[20:25])
+    cand = Candidate(ChunkRow(1, "p", "memory/zh.md", "memory", 2, 2, piece), score=1.0)
+    (result,) = place_results([cand], 6, {}, 120, lambda path: ["# 标题", line])
+    assert piece in result.snippet and len(result.snippet) <= 120
+    assert result.snippet.startswith("第") and result.snippet in line  # starts on a sentence
+    assert (result.start_line, result.end_line) == (2, 2)
+    # the next piece of the same line does not repeat what was shown
+    nxt = Candidate(ChunkRow(2, "q", "memory/zh.md", "memory", 2, 2, sentences[26]), score=0.9)
+    inside = Candidate(ChunkRow(3, "r", "memory/zh.md", "memory", 2, 2, sentences[22]), score=0.9)
+    first, second = place_results([cand, inside, nxt], 6, {}, 120, lambda path: ["# 标题", line])
+    assert first.snippet == result.snippet
+    assert sentences[26] in second.snippet and len(second.snippet) <= 120
+    # it grows only to the right: the left is shown already (its own text may overlap)
+    assert line.index(second.snippet) == line.index(sentences[26])

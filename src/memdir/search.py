@@ -26,6 +26,7 @@ from memdir.embeddings.base import Embedder
 from memdir.errors import ConfigError, ProviderError
 from memdir.index.manager import IndexManager
 from memdir.index.store import ChunkRow
+from memdir.markdown.chunking import SENTENCE_ENDS
 from memdir.text import index_tokens, jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
@@ -510,10 +511,14 @@ def _widen(
     taken: Mapping[int, object],
     budget: int,
 ) -> tuple[int, int, str]:
-    """Add neighbouring lines of the file below and above ``start..end`` within ``budget``."""
+    """Add neighbouring lines of the file below and above ``start..end`` within ``budget``;
+    a piece of a long line gets the text around it in that line instead."""
     if lines is None or chunk.end_line > len(lines):
         return start, end, text
     if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.text:
+        whole = lines[chunk.start_line - 1]
+        if start == end == chunk.start_line and text == chunk.text and text in whole:
+            return start, end, _around(whole, whole.index(text), len(text), budget, taken, start)
         return start, end, text  # the file changed since it was indexed: show what was found
     size = len(text)
     grew = True
@@ -532,6 +537,32 @@ def _widen(
                 start = line
             grew = True
     return start, end, "\n".join(lines[start - 1 : end])
+
+
+def _around(
+    line: str, pos: int, size: int, budget: int, taken: Mapping[int, object], number: int
+) -> str:
+    """The text of ``line`` around ``line[pos:pos+size]``, at most ``budget`` chars, spread evenly
+    on both sides, not reaching into text of this line already shown, and starting after a
+    sentence end when one is near."""
+    shown = taken.get(number)
+    lo_limit, hi_limit = 0, len(line)
+    for seen in shown if isinstance(shown, list) else ():
+        at = line.find(seen)
+        if at < 0 or not seen:
+            continue
+        if at < pos:  # shown text on the left: do not grow into it
+            lo_limit = max(lo_limit, min(at + len(seen), pos))
+        if at + len(seen) > pos + size:  # on the right
+            hi_limit = min(hi_limit, max(at, pos + size))
+    spare = max(0, budget - size)
+    lo = max(lo_limit, pos - spare // 2)
+    hi = min(hi_limit, pos + size + (spare - (pos - lo)))
+    lo = max(lo_limit, min(pos, hi - budget)) if hi - lo < budget else lo
+    if lo > lo_limit:
+        ends = [m.end() for m in SENTENCE_ENDS.finditer(line, lo, pos)]
+        lo = ends[0] if ends else lo
+    return line[lo:hi]
 
 
 def _placeholder(seq: int) -> ChunkRow:

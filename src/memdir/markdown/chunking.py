@@ -88,9 +88,9 @@ def _pieces(text: str, max_tokens: int) -> list[_Piece]:
     return pieces
 
 
-#: A long line is cut after one of these (the end of a sentence) when one lies in the second
-#: half of the piece, else after a space, else anywhere.
-_SENTENCE_ENDS = re.compile(r"[。！？；…!?;]+[”’」』）)\"']*\s*|[.:]\s+")
+#: The end of a sentence (with its closing quotes and following spaces). A long line is cut
+#: after one when one lies in the second half of the piece, else after a space, else anywhere.
+SENTENCE_ENDS = re.compile(r"[。！？；…!?;]+[”’」』）)\"']*\s*|[.:]\s+")
 
 
 def _split_long_line(line: str, max_tokens: int) -> list[str]:
@@ -122,7 +122,7 @@ def _natural_cut(line: str, start: int, end: int) -> int:
     """The last sentence end (else space) in the second half of ``line[start:end]``, or ``end``."""
     half = start + (end - start) // 2
     cut = 0
-    for match in _SENTENCE_ENDS.finditer(line, half, end):
+    for match in SENTENCE_ENDS.finditer(line, half, end):
         cut = match.end()
     if cut > half:
         return cut
