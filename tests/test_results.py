@@ -1,4 +1,4 @@
-"""How ranked chunks become results (:func:`memdir.search.place_results`) and how fusion sees
+"""How ranked chunks become results (:func:`memdir.results.place_results`) and how fusion sees
 both legs for every candidate (``search.score_both_legs``)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
 from memdir.index.store import ChunkRow
-from memdir.search import Candidate, place_results
+from memdir.results import place_results
+from memdir.search import Candidate
 from tests.helpers import write
 
 FILE = [f"[L{n}] " + "word " * 10 for n in range(1, 21)]  # 20 lines of 61 chars

@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 
 from memdir.index.store import ChunkRow
+from memdir.results import make_snippet, term_weights
 from memdir.search import (
     Candidate,
     apply_min_score,
@@ -17,11 +18,9 @@ from memdir.search import (
     decay_factor,
     file_date,
     keyword_only_scores,
-    make_snippet,
     merge_hybrid,
     merge_rrf,
     mmr_rerank,
-    term_weights,
 )
 from memdir.text import query_terms
 

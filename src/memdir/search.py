@@ -2,10 +2,14 @@
 
 1. vector leg: cosine similarity → candidates
 2. keyword leg: FTS5 BM25 over quoted, OR-ed query terms → :func:`bm25_to_score`
-3. :func:`merge_hybrid`: ``w_v·vector + w_t·text`` per chunk (missing side = 0)
-4. :func:`apply_temporal_decay`: daily logs decay with a half-life; other files are evergreen
-5. :func:`mmr_rerank`: diversity with Jaccard over word tokens (CJK unigrams + bigrams)
-6. :func:`apply_min_score`: keep ≥ min_score, else rescue the keyword hits
+3. :func:`complete_legs`: each candidate scored on the leg that did not return it
+   (``search.score_both_legs``; off = SPEC's "missing side = 0")
+4. :func:`merge_hybrid`: ``w_v·vector + w_t·text`` per chunk
+5. :func:`apply_temporal_decay`: daily logs decay with a half-life; other files are evergreen
+6. :func:`mmr_rerank`: diversity with Jaccard over word tokens (CJK unigrams + bigrams)
+7. :func:`apply_min_score`: keep ≥ min_score, else rescue the keyword hits
+8. :func:`memdir.results.place_results`: results that never repeat a line, widened to the
+   snippet budget
 
 Without an embedder (or when the query embedding fails) :func:`keyword_only_scores` ranks the
 keyword candidates by term coverage, BM25, density and path match, and returns the best even
@@ -15,7 +19,7 @@ below ``min_score``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
@@ -26,40 +30,18 @@ from memdir.embeddings.base import Embedder
 from memdir.errors import ConfigError, ProviderError
 from memdir.index.manager import IndexManager
 from memdir.index.store import ChunkRow
-from memdir.markdown.chunking import SENTENCE_ENDS
-from memdir.text import index_tokens, jaccard, plain_terms, query_terms, similarity_tokens
+from memdir.results import (
+    LinesOf,
+    SearchResult,
+    chunk_tokens,
+    place_results,
+    term_weights,
+)
+from memdir.text import jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
 #: Keyword-hit rescue threshold when nothing passes min_score (SPEC §5 step 6).
 RESCUE_MIN_SCORE = 0.3
-
-
-@dataclass
-class SearchResult:
-    """One hit: where it is, how well it matched, and what to read."""
-
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    snippet: str
-    source: str
-    citation: str
-    explain: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "path": self.path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "score": round(self.score, 6),
-            "snippet": self.snippet,
-            "source": self.source,
-            "citation": self.citation,
-        }
-        if explain:
-            data["explain"] = self.explain
-        return data
 
 
 @dataclass
@@ -101,13 +83,6 @@ class Candidate:
 
 
 # -- stages ------------------------------------------------------------------------------
-
-
-# The same chunks come back search after search: tokenising them once saves most of a
-# keyword search's CPU time (measured: 40 of 170 ms at 11k chunks).
-@lru_cache(maxsize=4096)
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(index_tokens(text))
 
 
 @lru_cache(maxsize=2048)
@@ -283,49 +258,16 @@ def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -
     wanted = set(terms)
     best_text = max(c.text for c in candidates) or 1.0
     for cand in candidates:
-        tokens = _tokens(cand.chunk.text)
+        tokens = chunk_tokens(cand.chunk.text)
         present = wanted.intersection(tokens)
         coverage = len(present) / len(wanted) if wanted else 0.0
         hits = sum(1 for t in tokens if t in wanted)
         density = min(1.0, 5.0 * hits / len(tokens)) if tokens else 0.0
-        path_tokens = set(_tokens(cand.chunk.path))
+        path_tokens = set(chunk_tokens(cand.chunk.path))
         path_match = 1.0 if wanted & path_tokens else 0.0
         cand.score = (
             0.45 * coverage + 0.35 * (cand.text / best_text) + 0.1 * density + 0.1 * path_match
         )
-
-
-def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
-    """Up to ``limit`` chars of ``text``: the whole chunk if it fits, else the window of whole
-    lines whose query terms weigh the most (``weights``: term → weight, e.g. its rarity)."""
-    if len(text) <= limit:
-        return text
-    lines = text.split("\n")
-    line_weights = [sum(weights.get(t, 0.0) for t in set(_tokens(line))) for line in lines]
-    best_start, best_weight = 0, -1.0
-    for start in range(len(lines)):
-        size, weight = 0, 0.0
-        for i in range(start, len(lines)):
-            size += len(lines[i]) + 1
-            if size > limit and i > start:
-                break
-            weight += line_weights[i]
-        if weight > best_weight:
-            best_start, best_weight = start, weight
-    return "\n".join(lines[best_start:])[:limit]
-
-
-def term_weights(terms: Sequence[str], texts: Sequence[str]) -> dict[str, float]:
-    """Weight each query term by its rarity among ``texts`` (the candidates): a term found in
-    every candidate tells the snippet little, a rare one a lot."""
-    if not terms:
-        return {}
-    token_sets = [set(_tokens(t)) for t in texts]
-    n = len(token_sets)
-    return {
-        term: math.log(1.0 + (n + 1) / (sum(1 for ts in token_sets if term in ts) + 0.5))
-        for term in terms
-    }
 
 
 # -- composition --------------------------------------------------------------------------
@@ -431,162 +373,8 @@ def run_search(
     return SearchResponse(query, results, mode, legs, terms, warnings)
 
 
-#: ``lines_of(path)``: a file's lines as they are now, or None when it cannot be read.
-LinesOf = Callable[[str], Sequence[str] | None]
-
-
-def place_results(
-    ranked: Sequence[Candidate],
-    k: int,
-    weights: Mapping[str, float],
-    budget: int,
-    lines_of: LinesOf | None = None,
-) -> list[SearchResult]:
-    """Turn ranked chunks into at most ``k`` results that never repeat a line.
-
-    Chunks overlap, so the next-best chunk often shares lines with one already chosen: it is
-    trimmed to its longest run of lines not yet shown (and dropped when nothing is left). Then,
-    when ``lines_of`` can read the file and the chunk still matches it, the result is widened
-    with the neighbouring lines below and above, one at a time, while the text stays within
-    ``budget`` characters and shows no line twice. A chunk longer than the budget keeps its
-    range and gets the best window of it as its snippet (:func:`make_snippet`).
-    """
-    shown: dict[str, dict[int, list[str]]] = {}
-    files: dict[str, Sequence[str] | None] = {}
-    out: list[SearchResult] = []
-    for cand in ranked:
-        if len(out) >= k:
-            break
-        chunk = cand.chunk
-        taken = shown.setdefault(chunk.path, {})
-        chunk_lines = chunk.text.split("\n")
-        aligned = len(chunk_lines) == chunk.end_line - chunk.start_line + 1
-        if not aligned:
-            chunk_lines = [chunk.text]  # not line-aligned (should not happen): one block
-        first = chunk.start_line
-        free = [
-            not any(part in seen for seen in taken.get(first + i, ()))
-            for i, part in enumerate(chunk_lines)
-        ]
-        run = _longest_run(free)
-        if run is None:
-            continue  # every line of it is already shown
-        start, end = first + run[0], first + run[1]
-        if not aligned:
-            start, end = chunk.start_line, chunk.end_line
-        text = "\n".join(chunk_lines[run[0] : run[1] + 1])
-        if len(text) > budget:
-            snippet = make_snippet(text, weights, budget)
-        else:
-            if lines_of is not None and chunk.path not in files:
-                files[chunk.path] = lines_of(chunk.path)
-            start, end, text = _widen(files.get(chunk.path), chunk, start, end, text, taken, budget)
-            snippet = text
-        for offset, line_text in enumerate(text.split("\n")):
-            taken.setdefault(start + offset, []).append(line_text)
-        out.append(_to_result(cand, start, end, snippet))
-    return out
-
-
-def _longest_run(flags: Sequence[bool]) -> tuple[int, int] | None:
-    """``(first, last)`` indices of the longest run of True in ``flags`` (the first of equals)."""
-    best: tuple[int, int] | None = None
-    run_start: int | None = None
-    for i, flag in enumerate([*flags, False]):
-        if flag and run_start is None:
-            run_start = i
-        elif not flag and run_start is not None:
-            if best is None or i - 1 - run_start > best[1] - best[0]:
-                best = (run_start, i - 1)
-            run_start = None
-    return best
-
-
-def _widen(
-    lines: Sequence[str] | None,
-    chunk: ChunkRow,
-    start: int,
-    end: int,
-    text: str,
-    taken: Mapping[int, object],
-    budget: int,
-) -> tuple[int, int, str]:
-    """Add neighbouring lines of the file below and above ``start..end`` within ``budget``;
-    a piece of a long line gets the text around it in that line instead."""
-    if lines is None or chunk.end_line > len(lines):
-        return start, end, text
-    if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.text:
-        whole = lines[chunk.start_line - 1]
-        if start == end == chunk.start_line and text == chunk.text and text in whole:
-            return start, end, _around(whole, whole.index(text), len(text), budget, taken, start)
-        return start, end, text  # the file changed since it was indexed: show what was found
-    size = len(text)
-    grew = True
-    while grew:
-        grew = False
-        for line in (end + 1, start - 1):
-            if not 1 <= line <= len(lines) or line in taken:
-                continue
-            extra = len(lines[line - 1]) + 1
-            if size + extra > budget:
-                continue
-            size += extra
-            if line > end:
-                end = line
-            else:
-                start = line
-            grew = True
-    return start, end, "\n".join(lines[start - 1 : end])
-
-
-def _around(
-    line: str, pos: int, size: int, budget: int, taken: Mapping[int, object], number: int
-) -> str:
-    """The text of ``line`` around ``line[pos:pos+size]``, at most ``budget`` chars, spread evenly
-    on both sides, not reaching into text of this line already shown, and starting after a
-    sentence end when one is near."""
-    shown = taken.get(number)
-    lo_limit, hi_limit = 0, len(line)
-    for seen in shown if isinstance(shown, list) else ():
-        at = line.find(seen)
-        if at < 0 or not seen:
-            continue
-        if at < pos:  # shown text on the left: do not grow into it
-            lo_limit = max(lo_limit, min(at + len(seen), pos))
-        if at + len(seen) > pos + size:  # on the right
-            hi_limit = min(hi_limit, max(at, pos + size))
-    spare = max(0, budget - size)
-    lo = max(lo_limit, pos - spare // 2)
-    hi = min(hi_limit, pos + size + (spare - (pos - lo)))
-    lo = max(lo_limit, min(pos, hi - budget)) if hi - lo < budget else lo
-    if lo > lo_limit:
-        ends = [m.end() for m in SENTENCE_ENDS.finditer(line, lo, pos)]
-        lo = ends[0] if ends else lo
-    return line[lo:hi]
-
-
 def _placeholder(seq: int) -> ChunkRow:
     return ChunkRow(seq, "", "", "", 0, 0, "")
-
-
-def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchResult:
-    chunk = cand.chunk
-    return SearchResult(
-        path=chunk.path,
-        start_line=start,
-        end_line=end,
-        score=cand.score,
-        snippet=snippet,
-        source=chunk.source,
-        citation=f"{chunk.path}#L{start}-L{end}",
-        explain={
-            "vector": round(cand.vector, 6),
-            "text": round(cand.text, 6),
-            "decay": round(cand.decay, 6),
-            "age_days": cand.age_days,
-            "mmr_rank": cand.mmr_rank,
-        },
-    )
 
 
 __all__ = [
@@ -597,12 +385,11 @@ __all__ = [
     "apply_temporal_decay",
     "bm25_to_score",
     "build_match_query",
+    "complete_legs",
     "decay_factor",
     "file_date",
     "keyword_only_scores",
-    "make_snippet",
     "merge_hybrid",
     "mmr_rerank",
-    "place_results",
     "run_search",
 ]
