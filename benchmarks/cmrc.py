@@ -22,7 +22,6 @@ import argparse
 import json
 import re
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -140,27 +139,22 @@ def main(argv: list[str] | None = None) -> int:
     info = common.machine_info()
     uses_model = any(c.engine == "memdir" and c.embedder != "none" for c in configs)
     info["embedder"] = bench_configs.describe_embedder(args.embedder) if uses_model else "n/a"
-    runner = common.Runner(
-        args.cache,
-        fresh=args.fresh,
-        embedder_kind=args.embedder,
-        reuse_queries=args.reuse_query_vectors,
+    runs, seconds = common.run_configs(
+        common.Runner.from_args(args),
+        [corpus],
+        configs,
+        lambda run: ", ".join(
+            f"{k} {common.fmt(v)}"
+            for k, v in metrics(questions, run.hits[0], run.latencies_ms[0]).items()
+            if k in ("R@1", "R@6")
+        ),
     )
-    results: dict[str, dict[str, Any]] = {}
-    runs: dict[str, common.ConfigRun] = {}
-    seconds: dict[str, float] = {}
-    for config in configs:
-        common.log(f"[{config.name}] {config.about}")
-        start = time.perf_counter()
-        run = runs[config.name] = runner.run([corpus], config)
-        seconds[config.name] = round(time.perf_counter() - start, 1)
-        common.log(f"[{config.name}] done in {seconds[config.name]} s")
-        if run.error:
-            results[config.name] = {"error": run.error}
-        else:
-            results[config.name] = metrics(questions, run.hits[0], run.latencies_ms[0])
-            shown = ", ".join(f"{k} {common.fmt(results[config.name][k])}" for k in ("R@1", "R@6"))
-            common.log(f"[{config.name}] {shown}")
+    results: dict[str, dict[str, Any]] = {
+        name: {"error": run.error}
+        if run.error
+        else metrics(questions, run.hits[0], run.latencies_ms[0])
+        for name, run in runs.items()
+    }
 
     out = [common.report_header("CMRC 2018 retrieval (memory_search)", "cmrc.py", argv, info)]
     out.append(f"- Split: {split_text}; one topic note per paragraph")

@@ -89,14 +89,6 @@ CONFIGS: dict[str, BenchConfig] = {
             about="chunks 200/120 tokens, snippets up to 750 chars",
         ),
         BenchConfig(
-            "c200-whole",
-            {
-                "chunking": {"tokens": 200, "overlap": 120, "pooling": "chunk"},
-                "search": {"snippet_chars": 750},
-            },
-            about="chunks 200/120, snippets 750, each chunk embedded whole (no line pooling)",
-        ),
-        BenchConfig(
             "spec-fusion",
             {"search": {"score_both_legs": False}},
             about="defaults with SPEC's fusion: a leg that missed a chunk scores it 0",

@@ -33,7 +33,6 @@ import datetime as dt
 import json
 import re
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,28 +275,16 @@ def main(argv: list[str] | None = None) -> int:
     info = common.machine_info()
     uses_model = any(c.engine == "memdir" and c.embedder != "none" for c in configs)
     info["embedder"] = bench_configs.describe_embedder(args.embedder) if uses_model else "n/a"
-    runner = common.Runner(
-        args.cache,
-        fresh=args.fresh,
-        embedder_kind=args.embedder,
-        reuse_queries=args.reuse_query_vectors,
-    )
-    runs: dict[str, common.ConfigRun] = {}
-    seconds: dict[str, float] = {}
-    for config in configs:
-        common.log(f"[{config.name}] {config.about}")
-        start = time.perf_counter()
-        runs[config.name] = runner.run(corpora, config)
-        seconds[config.name] = round(time.perf_counter() - start, 1)
-        common.log(f"[{config.name}] done in {seconds[config.name]} s")
-        if not runs[config.name].error:  # early numbers, in case a later configuration fails
-            rows = [
-                (q, question_metrics(q, hits, wheres[ci]))
-                for ci, (_, _, questions) in enumerate(convs)
-                for q, hits in zip(questions, runs[config.name].hits[ci], strict=True)
-            ]
-            seen = common.mean([m["seen@6"] for _, m in rows])
-            common.log(f"[{config.name}] seen@6 {common.fmt(seen)} ({layouts[0]} layout)")
+
+    def early(run: common.ConfigRun) -> str:
+        rows = [
+            (q, question_metrics(q, hits, wheres[ci]))
+            for ci, (_, _, questions) in enumerate(convs)
+            for q, hits in zip(questions, run.hits[ci], strict=True)
+        ]
+        return f"seen@6 {common.fmt(common.mean([m['seen@6'] for _, m in rows]))} ({layouts[0]})"
+
+    runs, seconds = common.run_configs(common.Runner.from_args(args), corpora, configs, early)
 
     results: dict[str, dict[str, Any]] = {layout: {} for layout in layouts}
     for li, layout in enumerate(layouts):
