@@ -28,9 +28,13 @@ class BenchConfig:
     about: str = ""
 
 
+#: OpenClaw's shipped settings (SPEC §3, §5): its chunking and snippet size too, so that the
+#: configuration does not inherit memdir's tuned defaults.
 _OPENCLAW = {
     "index": {"keyword_tokenizer": "plain"},
+    "chunking": {"tokens": 400, "overlap": 80, "pooling": "chunk"},
     "search": {
+        "snippet_chars": 700,
         "keyword_query": "and",
         "mmr": False,
         "decay": False,
@@ -61,7 +65,10 @@ CONFIGS: dict[str, BenchConfig] = {
         BenchConfig(
             "openclaw",
             _OPENCLAW,
-            about="memdir's engine as OpenClaw ships it: plain FTS tokens AND-ed, no MMR, no decay",
+            about=(
+                "memdir's engine as OpenClaw ships it: plain FTS tokens AND-ed, no MMR, no "
+                "decay, 400/80 chunks embedded whole, 700-char snippets, a missing leg scores 0"
+            ),
         ),
         # Tuning variants (dev split only; see docs/benchmarks.md for the log).
         BenchConfig("decay-off", {"search": {"decay": False}}, about="defaults, no decay"),
