@@ -92,8 +92,11 @@ CONFIGS: dict[str, BenchConfig] = {
         ),
         BenchConfig(
             "c200s750",
-            {"chunking": {"tokens": 200, "overlap": 120}, "search": {"snippet_chars": 750}},
-            about="chunks 200/120 tokens, snippets up to 750 chars",
+            {
+                "chunking": {"tokens": 200, "overlap": 120, "pooling": "lines"},
+                "search": {"snippet_chars": 750},
+            },
+            about="chunks 200/120 tokens (vectors pooled from lines), snippets up to 750 chars",
         ),
         BenchConfig(
             "spec-fusion",
@@ -102,7 +105,7 @@ CONFIGS: dict[str, BenchConfig] = {
         ),
         BenchConfig(
             "c175",
-            {"chunking": {"tokens": 175, "overlap": 100}},
+            {"chunking": {"tokens": 175, "overlap": 100, "pooling": "lines"}},
             about="chunks 175/100 tokens (vectors pooled from lines)",
         ),
         BenchConfig(
@@ -111,9 +114,19 @@ CONFIGS: dict[str, BenchConfig] = {
             about="chunks 175/100 tokens, each chunk embedded whole",
         ),
         BenchConfig(
-            "whole",
-            {"chunking": {"pooling": "chunk"}},
-            about="defaults with each chunk embedded whole (no line pooling)",
+            "lines",
+            {"chunking": {"pooling": "lines"}},
+            about="defaults with chunk vectors pooled from line embeddings",
+        ),
+        BenchConfig(
+            "o100",
+            {"chunking": {"overlap": 100}},
+            about="defaults with 100 tokens of overlap",
+        ),
+        BenchConfig(
+            "o80",
+            {"chunking": {"overlap": 80}},
+            about="defaults with 80 tokens of overlap",
         ),
         BenchConfig(
             "snippet-1600",

@@ -50,7 +50,7 @@ def test_defaults_match_the_spec():
     assert search.half_life_days == 30
     assert config.chunking.tokens == 200  # tuned: docs/benchmarks.md (SPEC 400/80)
     assert config.chunking.overlap == 120
-    assert config.chunking.pooling == "lines"
+    assert config.chunking.pooling == "chunk"
     assert config.embedding.provider == "local"
     assert config.embedding.api_key == ""
     assert config.index.extra_paths == ()

@@ -38,7 +38,9 @@ def test_chunk_vector_is_the_normalised_mean_of_its_lines(
 ) -> None:
     write(workspace, "memory/notes.md", "# Services\n\n" + "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
-    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20))
+    mgr = backend.manager(
+        workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20, pooling="lines")
+    )
     mgr.sync()
     chunks = _vectors(mgr, "memory/notes.md")
     assert len(chunks) > 2  # several overlapping chunks
@@ -54,7 +56,9 @@ def test_overlapping_chunks_embed_each_distinct_line_once(
 ) -> None:
     write(workspace, "memory/notes.md", "\n".join(LINES + LINES[:3]) + "\n")  # 3 repeats
     emb = FakeEmbedder()
-    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30))
+    mgr = backend.manager(
+        workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30, pooling="lines")
+    )
     report = mgr.sync()
     assert report.embedded == mgr.store().counts()["chunks"] > len(LINES) / 2
     memory_md = (workspace / "MEMORY.md").read_text(encoding="utf-8")
@@ -65,7 +69,9 @@ def test_overlapping_chunks_embed_each_distinct_line_once(
 def test_editing_one_line_embeds_only_that_line(backend: Backend, workspace: Path) -> None:
     path = write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
-    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30))
+    mgr = backend.manager(
+        workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30, pooling="lines")
+    )
     mgr.sync()
     before = sum(emb.calls)
     edited = [*LINES]
@@ -93,7 +99,9 @@ def test_pooled_vectors_come_back_from_the_cache_after_a_rebuild(
 ) -> None:
     write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
-    mgr = backend.manager(workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20))
+    mgr = backend.manager(
+        workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20, pooling="lines")
+    )
     mgr.sync()
     before = _vectors(mgr, "memory/notes.md")
     calls = sum(emb.calls)
