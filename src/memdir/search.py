@@ -124,7 +124,7 @@ def complete_legs(
         for cand in pool:
             if cand.chunk.seq in sims:
                 cand.vector = max(0.0, sims[cand.chunk.seq])
-    no_text = {c.chunk.seq: c.chunk.text for c in pool if not c.keyword_hit}
+    no_text = {c.chunk.seq: chunk_tokens(c.chunk.text) for c in pool if not c.keyword_hit}
     if no_text and terms:
         scores = manager.keyword_scores(terms, no_text)
         for cand in pool:

@@ -46,7 +46,7 @@ from memdir.index.store import IndexStore
 from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
 from memdir.index.vectors import VectorSearch, create_vector_search
 from memdir.markdown.chunking import CHUNKER_VERSION
-from memdir.text import TOKENIZER_VERSION, index_text
+from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
 
 INDEX_NAME = "index.sqlite"
@@ -468,18 +468,18 @@ class IndexManager:
         q = np.asarray(query, dtype=np.float32)
         return {seq: float(vec @ q) for seq, vec in found.items() if vec.shape == q.shape}
 
-    def keyword_scores(self, terms: Sequence[str], texts: Mapping[int, str]) -> dict[int, float]:
+    def keyword_scores(
+        self, terms: Sequence[str], tokens: Mapping[int, Sequence[str]]
+    ) -> dict[int, float]:
         """The keyword leg's score (saturated memdir BM25) of chunks it did not return itself,
-        from their text, so that fusion sees both legs for every candidate. Empty for the
-        ``plain`` tokenizer (FTS5's own bm25 cannot score a chosen row)."""
-        if self.keyword_tokenizer != "memdir" or not terms or not texts:
+        from their index tokens (:func:`memdir.text.index_tokens` of their text), so that
+        fusion sees both legs for every candidate. Empty for the ``plain`` tokenizer (FTS5's
+        own bm25 cannot score a chosen row)."""
+        if self.keyword_tokenizer != "memdir" or not terms or not tokens:
             return {}
         stats = self._corpus_stats()
         idf = self.read(lambda store: term_idf(store, terms, stats))
-        return {
-            seq: _saturate(bm25_document(index_text(text).split(), idf, stats))
-            for seq, text in texts.items()
-        }
+        return {seq: _saturate(bm25_document(words, idf, stats)) for seq, words in tokens.items()}
 
     def _corpus_stats(self) -> CorpusStats:
         key = self.lifecycle.cache_key()
