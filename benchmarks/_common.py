@@ -392,7 +392,10 @@ class Runner:
     def _seed(self, root: Path, corpus: Corpus, emb_id: str) -> str | None:
         """Copy a sibling index with the same embedder: its embedding cache seeds this build."""
         pattern = corpus.seed_glob or corpus.key
-        for other in sorted(self.cache.glob(f"{pattern}/{emb_id}__*")):
+        siblings = sorted(self.cache.glob(f"{pattern}/{emb_id}__*"))
+        # The same index in another layout first: it holds exactly these chunk texts' vectors.
+        siblings.sort(key=lambda other: other.name != root.name)
+        for other in siblings:
             source = other / ".memdir" / "index.sqlite"
             if other == root or not source.is_file():
                 continue
