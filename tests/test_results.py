@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+import memdir.memory as memory_module
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
 from memdir.index.store import ChunkRow
@@ -127,3 +130,27 @@ def test_a_piece_of_a_long_line_shows_the_text_around_it() -> None:
     assert sentences[26] in second.snippet and len(second.snippet) <= 120
     # it grows only to the right: the left is shown already (its own text may overlap)
     assert line.index(second.snippet) == line.index(sentences[26])
+
+
+def _small_chunks(workspace: Path) -> Memory:
+    lines = [f"- line {i}: filler words about nothing in particular" for i in range(12)]
+    lines[6] = "- line 6: the zookeeper quorum needs five nodes"
+    write(workspace, "memory/notes.md", "\n".join(lines) + "\n")
+    config = load_config(workspace, overrides={"chunking": {"tokens": 14, "overlap": 0}})
+    return Memory(workspace, config=config, embedder=FakeEmbedder())
+
+
+def test_search_results_are_widened_from_the_file(workspace: Path) -> None:
+    with _small_chunks(workspace) as mem:
+        hit = next(r for r in mem.search("zookeeper quorum").results if "zookeeper" in r.snippet)
+    assert hit.end_line - hit.start_line >= 4  # neighbours added around the one-line chunk
+    assert len(hit.snippet) <= 750
+
+
+def test_files_too_large_to_read_per_search_are_not_widened(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory_module, "WIDEN_MAX_BYTES", 100)
+    with _small_chunks(workspace) as mem:
+        hit = next(r for r in mem.search("zookeeper quorum").results if "zookeeper" in r.snippet)
+    assert hit.start_line == hit.end_line == 7  # the chunk as found

@@ -39,6 +39,8 @@ PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
 SCOPES = ("private", "shared")
 #: The longest query accepted (characters); longer ones are refused, not truncated silently.
 MAX_QUERY_CHARS = 4000
+#: Files larger than this are not read to widen search results (a search stays fast).
+WIDEN_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -185,9 +187,13 @@ class Memory:
         return response
 
     def _file_lines(self, path: str) -> list[str] | None:
-        """An indexed file's lines as they are now (for widening results); None if unreadable."""
+        """An indexed file's lines as they are now (for widening results); None if unreadable
+        or larger than :data:`WIDEN_MAX_BYTES` (results from it are then shown as found)."""
         try:
-            data = self.workspace.resolve_memory_path(path).read_bytes()
+            target = self.workspace.resolve_memory_path(path)
+            if target.stat().st_size > WIDEN_MAX_BYTES:
+                return None
+            data = target.read_bytes()
         except (MemdirError, OSError):
             return None
         text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
