@@ -270,6 +270,14 @@ def run_configs(
     return runs, seconds
 
 
+def runs_summary(runs: dict[str, ConfigRun], seconds: dict[str, float]) -> dict[str, Any]:
+    """Per configuration, for the JSON report: seconds, error, rescues and index builds."""
+    return {
+        name: {"seconds": seconds[name], "error": r.error, "rescued": r.rescued, "builds": r.builds}
+        for name, r in runs.items()
+    }
+
+
 class Runner:
     """Runs configurations over corpora, building each distinct index once."""
 

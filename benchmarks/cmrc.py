@@ -183,11 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "questions": len(questions),
             "question_stride": args.question_stride,
             "results": results,
-            "runs": {
-                name: {"seconds": seconds[name], "error": r.error, "rescued": r.rescued}
-                | {"builds": r.builds}
-                for name, r in runs.items()
-            },
+            "runs": common.runs_summary(runs, seconds),
         },
     )
     return 0

@@ -344,11 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             "layouts": list(layouts),
             "evidence": dict(stats),
             "results": results,
-            "runs": {
-                name: {"seconds": seconds[name], "error": r.error, "rescued": r.rescued}
-                | {"builds": r.builds}
-                for name, r in runs.items()
-            },
+            "runs": common.runs_summary(runs, seconds),
         },
     )
     return 0

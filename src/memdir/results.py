@@ -167,7 +167,7 @@ def _widen(
     start: int,
     end: int,
     text: str,
-    taken: Mapping[int, object],
+    taken: Mapping[int, list[str]],
     budget: int,
 ) -> tuple[int, int, str]:
     """Add neighbouring lines of the file below and above ``start..end`` within ``budget``;
@@ -199,14 +199,13 @@ def _widen(
 
 
 def _around(
-    line: str, pos: int, size: int, budget: int, taken: Mapping[int, object], number: int
+    line: str, pos: int, size: int, budget: int, taken: Mapping[int, list[str]], number: int
 ) -> str:
     """The text of ``line`` around ``line[pos:pos+size]``, at most ``budget`` chars, spread evenly
     on both sides, not reaching into text of this line already shown, and starting after a
     sentence end when one is near."""
-    shown = taken.get(number)
     lo_limit, hi_limit = 0, len(line)
-    for seen in shown if isinstance(shown, list) else ():
+    for seen in taken.get(number, ()):
         at = line.find(seen)
         if at < 0 or not seen:
             continue

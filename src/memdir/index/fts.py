@@ -66,11 +66,14 @@ def bm25_search(
     terms: Sequence[str],
     limit: int,
     stats: CorpusStats,
+    idf: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float]]:
-    """``(seq, bm25)`` of the best ``limit`` chunks for the keyword ``match`` over ``terms``."""
+    """``(seq, bm25)`` of the best ``limit`` chunks for the keyword ``match`` over ``terms``
+    (``idf``: :func:`term_idf` of ``terms``, when the caller has it already)."""
     if limit <= 0 or not terms:
         return []
-    idf = term_idf(store, terms, stats)
+    if idf is None:
+        idf = term_idf(store, terms, stats)
     rows = store.keyword_candidates(match, idf, limit * PREFETCH, stats)
     scored = [(seq, bm25_document(tokens.split(), idf, stats)) for seq, tokens in rows]
     scored.sort(key=lambda item: (-item[1], item[0]))

@@ -315,6 +315,7 @@ class IndexManager:
         )
         self._counts: tuple[object, dict[str, int]] | None = None
         self._stats: tuple[object, CorpusStats] | None = None
+        self._idf: tuple[object, dict[str, float]] | None = None
 
     @property
     def backend(self) -> str:
@@ -455,7 +456,8 @@ class IndexManager:
             hits = self.read(lambda s: s.keyword_search(match, k))
             return [(seq, _saturate(-rank)) for seq, rank in hits]
         stats = self._corpus_stats()
-        hits = self.read(lambda s: bm25_search(s, match, terms, k, stats))
+        idf = self._term_idf(terms, stats)
+        hits = self.read(lambda s: bm25_search(s, match, terms, k, stats, idf))
         return [(seq, _saturate(score)) for seq, score in hits]
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
@@ -479,8 +481,18 @@ class IndexManager:
         if self.keyword_tokenizer != "memdir" or not terms or not tokens:
             return {}
         stats = self._corpus_stats()
-        idf = self.read(lambda store: term_idf(store, terms, stats))
+        idf = self._term_idf(terms, stats)
         return {seq: _saturate(bm25_document(words, idf, stats)) for seq, words in tokens.items()}
+
+    def _term_idf(self, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
+        """IDFs of the query terms, remembered for the last query of this index generation
+        (the keyword leg and the scoring of vector-only candidates share them). Called right
+        after :meth:`_corpus_stats`, whose generation key it reuses."""
+        generation = self._stats[0] if self._stats is not None else None
+        key = (generation, tuple(terms))
+        if self._idf is None or self._idf[0] != key:
+            self._idf = (key, self.read(lambda store: term_idf(store, terms, stats)))
+        return self._idf[1]
 
     def _corpus_stats(self) -> CorpusStats:
         key = self.lifecycle.cache_key()

@@ -32,7 +32,7 @@ from memdir.config import ChunkingConfig
 from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, token_batches
 from memdir.errors import ConfigError, ProviderError
 from memdir.index.base import FileRow, IndexBackend, NewChunk
-from memdir.markdown.chunking import chunk_markdown
+from memdir.markdown.chunking import chunk_markdown, text_hash
 from memdir.text import KEYWORD_TOKENIZERS
 from memdir.workspace import FileEntry, Workspace
 
@@ -248,10 +248,6 @@ def embedding_units(text: str) -> list[str]:
     return [u for u in units if u] or [text]
 
 
-def _text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def embed_pending(
     store: IndexBackend,
     embedder: Embedder,
@@ -320,7 +316,7 @@ def _pool_lines(
         ProviderError: the embedder failed or returned the wrong shape.
     """
     ids = (embedder.provider, embedder.model_id, embedder.provider_key)
-    units = [[(_text_hash(u), u) for u in embedding_units(text)] for _, _, text in batch]
+    units = [[(text_hash(u), u) for u in embedding_units(text)] for _, _, text in batch]
     wanted = {h: u for chunk_units in units for h, u in chunk_units}
     known = store.cache_get(*ids, list(wanted))
     missing = [h for h in wanted if h not in known]

@@ -30,7 +30,12 @@ class Chunk:
     @property
     def hash(self) -> str:
         """sha256 of the chunk text (the embedding cache key)."""
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        return text_hash(self.text)
+
+
+def text_hash(text: str) -> str:
+    """sha256 hex of ``text`` in UTF-8: the embedding cache key of any embedded text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
