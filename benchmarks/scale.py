@@ -135,10 +135,10 @@ def bench_vector_backends(
     index_path: Path, query_vectors: Sequence[np.ndarray], k: int
 ) -> dict[str, Any]:
     """numpy against sqlite-vec top-k on the same index: latency and top-k agreement."""
-    from memdir.index.store import IndexStore
-    from memdir.index.vectors import NumpyVectorSearch, SqliteVecSearch
+    from memdir.index.sqlite import SqliteStore
+    from memdir.index.sqlite.vectors import NumpyVectorSearch, SqliteVecSearch
 
-    store = IndexStore.open(index_path)
+    store = SqliteStore.open(index_path)
     backends = {"numpy": NumpyVectorSearch(), "sqlite-vec": SqliteVecSearch(index_path)}
     results: dict[str, Any] = {}
     hits: dict[str, list[list[int]]] = {}

@@ -269,7 +269,7 @@ def psycopg_errors() -> Any:
 
 
 def _ef_default() -> int:
-    from memdir.index.postgres.store import EF_SEARCH_MIN
+    from memdir.index.postgres.vectors import EF_SEARCH_MIN
 
     return EF_SEARCH_MIN
 

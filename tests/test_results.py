@@ -10,7 +10,7 @@ import pytest
 import memdir.memory as memory_module
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
-from memdir.index.store import ChunkRow
+from memdir.index.base import ChunkRow
 from memdir.results import place_results
 from memdir.search import Candidate
 from tests.helpers import write

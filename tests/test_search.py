@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from memdir.index.store import ChunkRow
+from memdir.index.base import ChunkRow
 from memdir.results import make_snippet, term_weights
 from memdir.search import (
     Candidate,

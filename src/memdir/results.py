@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from memdir.index.store import ChunkRow
+from memdir.index.base import ChunkRow
 from memdir.markdown.chunking import SENTENCE_ENDS
 from memdir.text import index_tokens
 

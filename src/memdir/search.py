@@ -28,8 +28,8 @@ from typing import Any
 from memdir.config import SearchConfig
 from memdir.embeddings.base import Embedder
 from memdir.errors import ConfigError, ProviderError
+from memdir.index.base import ChunkRow
 from memdir.index.manager import IndexManager
-from memdir.index.store import ChunkRow
 from memdir.results import (
     LinesOf,
     SearchResult,

@@ -11,7 +11,7 @@
   counts as one token.
 
 The stored tokens are exactly what FTS5's ``unicode61`` tokenizer (no diacritic folding) splits
-them into, so memdir can count term frequencies itself (see :mod:`memdir.index.fts`).
+them into, so memdir can count term frequencies itself (see :mod:`memdir.index.bm25`).
 
 Bump :data:`TOKENIZER_VERSION` whenever indexed tokens change: it is part of the index identity,
 so a change triggers a full reindex.

@@ -114,8 +114,8 @@ def test_pooled_vectors_come_back_from_the_cache_after_a_rebuild(
 
 def test_pooling_is_part_of_the_index_identity_and_validated() -> None:
     emb = FakeEmbedder()
-    lines = index_identity(emb, ChunkingConfig(pooling="lines"))
-    whole = index_identity(emb, ChunkingConfig(pooling="chunk"))
+    lines = index_identity(emb, ChunkingConfig(pooling="lines"), schema=1)
+    whole = index_identity(emb, ChunkingConfig(pooling="chunk"), schema=1)
     assert lines != whole and lines["pooling"] == "lines"
     with pytest.raises(ConfigError, match="pooling"):
         ChunkingConfig(pooling="max")

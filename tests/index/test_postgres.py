@@ -22,7 +22,7 @@ from memdir import FakeEmbedder, Memory, init_workspace
 from memdir.config import ChunkingConfig, index_url, load_config
 from memdir.errors import ConfigError, IndexStoreError
 from memdir.index.base import IndexBackend, parse_match
-from memdir.index.fts import bm25_term, lucene_idf
+from memdir.index.bm25 import bm25_term, lucene_idf
 from memdir.index.manager import IndexManager, default_workspace_id
 from memdir.search import build_match_query
 from memdir.text import index_tokens, query_terms

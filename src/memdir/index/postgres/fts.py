@@ -9,7 +9,7 @@ from typing import Any
 
 from memdir.index.base import CorpusStats, parse_match
 
-_K1, _B = 1.2, 0.75  # memdir.index.fts's BM25 constants, for the SQL pre-ranking
+_K1, _B = 1.2, 0.75  # memdir.index.bm25's BM25 constants, for the SQL pre-ranking
 #: The rare query terms may bring at most this many rows to pre-rank (see ``_candidates``).
 SCAN_CAP = 2000
 
@@ -23,7 +23,7 @@ def _lucene_idf(documents: int, df: int) -> float:
     return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
 
 
-class KeywordSearch:
+class PostgresKeywordSearch:
     """The keyword-search methods of :class:`~memdir.index.postgres.store.PostgresStore`
     (a mixin: it reads the store's ``conn`` and ``workspace_id``)."""
 

@@ -14,9 +14,13 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.index.base import ChunkRow, FileRow, NewChunk
-from memdir.index.postgres.fts import SCAN_CAP, KeywordSearch  # noqa: F401
+from memdir.index.postgres.fts import SCAN_CAP, PostgresKeywordSearch  # noqa: F401
 from memdir.index.postgres.schema import advisory_key, connect
-from memdir.index.postgres.vectors import EF_SEARCH_MIN, VectorSearch, _to_numpy  # noqa: F401
+from memdir.index.postgres.vectors import (  # noqa: F401
+    EF_SEARCH_MIN,
+    PostgresVectorSearch,
+    _to_numpy,
+)
 
 
 def workspace_lock_key(workspace_id: str) -> int:
@@ -51,7 +55,7 @@ def _pg_text(text: str) -> str:
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
-class PostgresStore(KeywordSearch, VectorSearch):
+class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
     """One workspace's index in a PostgreSQL database.
 
     Args:

@@ -22,7 +22,7 @@ def _to_numpy(value: Any) -> Vectors:
     return np.asarray(array, dtype=np.float32)
 
 
-class VectorSearch:
+class PostgresVectorSearch:
     """The vector-search methods of :class:`~memdir.index.postgres.store.PostgresStore`
     (a mixin: it reads the store's ``conn`` and ``workspace_id``)."""
 

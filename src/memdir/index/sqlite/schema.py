@@ -1,4 +1,4 @@
-"""The index schema as numbered, append-only migrations (``PRAGMA user_version``).
+"""The SQLite index schema as numbered, append-only migrations (``PRAGMA user_version``).
 
 Never edit a migration that has shipped: add the next one. Tables (SPEC §3):
 

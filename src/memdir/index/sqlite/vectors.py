@@ -1,4 +1,5 @@
-"""Vector search over the stored float32 blobs, behind one small interface.
+"""Vector search of the SQLite index over its stored float32 blobs, behind one small interface
+(:class:`SqliteVectorSearch`, chosen by ``[index] vector_backend``).
 
 - ``numpy`` (default): exact cosine search over an in-memory matrix, reloaded only when the
   index generation changes. Measured faster than sqlite-vec here (docs/benchmarks.md).
@@ -19,15 +20,15 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.errors import ConfigError, ProviderUnavailable
-from memdir.index.store import IndexStore
+from memdir.index.sqlite.store import SqliteStore
 
 
-class VectorSearch(Protocol):
-    """Finds the chunks most similar to a query vector."""
+class SqliteVectorSearch(Protocol):
+    """Finds the chunks of a SQLite index most similar to a query vector."""
 
     name: str
 
-    def search(self, store: IndexStore, query: Vectors, k: int) -> list[tuple[int, float]]:
+    def search(self, store: SqliteStore, query: Vectors, k: int) -> list[tuple[int, float]]:
         """``(seq, cosine similarity)`` of the ``k`` nearest chunks, best first."""
         ...
 
@@ -44,7 +45,7 @@ class NumpyVectorSearch:
         self._seqs: np.ndarray = np.zeros(0, dtype=np.int64)
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
 
-    def search(self, store: IndexStore, query: Vectors, k: int) -> list[tuple[int, float]]:
+    def search(self, store: SqliteStore, query: Vectors, k: int) -> list[tuple[int, float]]:
         key = (str(store.path), store.generation())
         if key != self._key:
             self._seqs, self._matrix = store.all_vectors()
@@ -69,7 +70,7 @@ class SqliteVecSearch:
     def __init__(self, path: Path) -> None:
         self._conn = _open_vec_connection(path)
 
-    def search(self, store: IndexStore, query: Vectors, k: int) -> list[tuple[int, float]]:
+    def search(self, store: SqliteStore, query: Vectors, k: int) -> list[tuple[int, float]]:
         if k <= 0:
             return []
         blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
@@ -108,7 +109,7 @@ def _open_vec_connection(path: Path) -> Any:
     return conn
 
 
-def create_vector_search(backend: str, path: Path) -> VectorSearch:
+def create_vector_search(backend: str, path: Path) -> SqliteVectorSearch:
     """Build the vector backend named in ``index.vector_backend``.
 
     Raises:
@@ -123,7 +124,7 @@ def create_vector_search(backend: str, path: Path) -> VectorSearch:
     return factory(path)
 
 
-VECTOR_BACKENDS: dict[str, Callable[[Path], VectorSearch]] = {
+VECTOR_BACKENDS: dict[str, Callable[[Path], SqliteVectorSearch]] = {
     "numpy": lambda path: NumpyVectorSearch(),
     "sqlite-vec": SqliteVecSearch,
 }

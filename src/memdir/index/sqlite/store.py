@@ -1,7 +1,8 @@
-"""The SQLite index: the storage interface the rest of memdir uses (SPEC §3).
+"""The SQLite index's data: :class:`SqliteStore`, the :class:`~memdir.index.base.IndexBackend`
+of :mod:`memdir.index.sqlite`.
 
-Everything here is a cache of the Markdown files. One :class:`IndexStore` wraps one connection
-in autocommit mode; every multi-row write runs inside :meth:`IndexStore.write` (``BEGIN
+Everything here is a cache of the Markdown files. One :class:`SqliteStore` wraps one connection
+in autocommit mode; every multi-row write runs inside :meth:`SqliteStore.write` (``BEGIN
 IMMEDIATE`` … ``COMMIT``), so readers in other processes see a file's old chunks or its new ones,
 never half. WAL mode lets readers run while a writer writes; a busy timeout absorbs short waits.
 """
@@ -11,18 +12,19 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from memdir.embeddings.base import Vectors
-from memdir.index.base import ChunkRow, CorpusStats, FileRow, NewChunk
-from memdir.index.schema import migrate
+from memdir.index.base import ChunkRow, FileRow, NewChunk
+from memdir.index.sqlite.fts import SqliteKeywordSearch
+from memdir.index.sqlite.schema import migrate
 
 BUSY_TIMEOUT_S = 30.0
 
-__all__ = ["ChunkRow", "FileRow", "IndexStore", "NewChunk", "connect"]
+__all__ = ["ChunkRow", "FileRow", "NewChunk", "SqliteStore", "connect"]
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -45,7 +47,7 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-class IndexStore:
+class SqliteStore(SqliteKeywordSearch):
     """Files, chunks, FTS, vectors, embedding cache and meta in one SQLite database.
 
     Implements :class:`memdir.index.base.IndexBackend`.
@@ -58,7 +60,7 @@ class IndexStore:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path) -> IndexStore:
+    def open(cls, path: Path) -> SqliteStore:
         """Open the database at ``path`` (see :func:`connect`)."""
         return cls(connect(path), path)
 
@@ -251,45 +253,6 @@ class IndexStore:
         """Files indexed with a warning (binary, invalid UTF-8, too large to embed)."""
         rows = self.conn.execute("SELECT path, warning FROM files WHERE warning IS NOT NULL")
         return {str(p): str(w) for p, w in rows}
-
-    # -- keyword search ---------------------------------------------------------------------
-
-    def keyword_candidates(
-        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
-    ) -> list[tuple[int, str]]:
-        """``(seq, tokens)`` of the FTS5 ``match`` rows, pre-ranked by FTS5's ``bm25()``
-        (``idf`` and ``stats`` are not needed: FTS5 has its own)."""
-        rows = self.conn.execute(
-            "SELECT rowid, tokens FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "ORDER BY bm25(chunks_fts) LIMIT ?",
-            (match, limit),
-        ).fetchall()
-        return [(int(seq), str(tokens)) for seq, tokens in rows]
-
-    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """Chunks containing each term, from the ``chunks_vocab`` fts5vocab table."""
-        wanted = list(dict.fromkeys(terms))
-        if not wanted:
-            return {}
-        marks = ",".join("?" * len(wanted))
-        rows = self.conn.execute(
-            f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", wanted
-        )
-        return {str(term): int(docs) for term, docs in rows}
-
-    def corpus_stats(self) -> CorpusStats:
-        """Number of chunks and their mean token count."""
-        count, avg = self.conn.execute("SELECT count(*), avg(token_count) FROM chunks").fetchone()
-        return CorpusStats(int(count), float(avg or 0.0))
-
-    def keyword_search(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """``(seq, bm25 rank)`` for an FTS5 MATCH expression, best (most negative) first."""
-        rows = self.conn.execute(
-            "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "ORDER BY r LIMIT ?",
-            (match, limit),
-        ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
 
     # -- vectors ----------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from memdir import FakeEmbedder
 from memdir.config import ChunkingConfig
 from memdir.errors import ConfigError
 from memdir.index.manager import IndexManager
-from memdir.index.vectors import NumpyVectorSearch, SqliteVecSearch, create_vector_search
+from memdir.index.sqlite.vectors import NumpyVectorSearch, SqliteVecSearch, create_vector_search
 from memdir.workspace import Workspace
 from tests.helpers import write
 

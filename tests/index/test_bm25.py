@@ -10,7 +10,7 @@ import pytest
 
 from memdir import Memory
 from memdir.config import load_config
-from memdir.index.fts import K1, B, bm25_search, bm25_term, corpus_stats, lucene_idf
+from memdir.index.bm25 import K1, B, bm25_search, bm25_term, corpus_stats, lucene_idf
 from memdir.search import build_match_query
 from memdir.text import query_terms
 from tests.helpers import write
