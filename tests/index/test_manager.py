@@ -1,15 +1,12 @@
-"""Index lifecycle: identity change → atomic rebuild, corrupt index → moved aside and rebuilt,
-read-only workspace, several processes at once.
-
-Tests of what every backend must do take the ``backend`` fixture; the SQLite file's own
-lifecycle (temporary file + swap, corrupt file, read-only workspace) is tested on SQLite only.
+"""The index manager on every engine (the ``backend`` fixture): identity change → rebuild, a
+failed rebuild keeps the old index, several processes at once. The SQLite file's own lifecycle
+(temporary file + swap, corrupt file, read-only workspace) is in ``tests/index/sqlite/``.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +15,6 @@ import pytest
 
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
-from memdir.index.manager import IndexManager
 from memdir.workspace import Workspace
 from tests.helpers import write
 from tests.index.conftest import Backend
@@ -26,28 +22,6 @@ from tests.index.conftest import Backend
 
 def _chunking(tokens: int) -> ChunkingConfig:
     return ChunkingConfig(tokens=tokens, overlap=20)
-
-
-def _manager(root: Path, embedder: FakeEmbedder | None, tokens: int = 400) -> IndexManager:
-    return IndexManager(Workspace(root), embedder=embedder, chunking=_chunking(tokens))
-
-
-def test_identity_change_rebuilds_into_a_new_file(workspace: Path) -> None:
-    write(workspace, "memory/a.md", "\n".join(f"line {i} " + "word " * 30 for i in range(30)))
-    first = _manager(workspace, FakeEmbedder(dims=32))
-    first.sync()
-    inode = os.stat(first.path).st_ino
-    chunks_before = first.store().counts()["chunks"]
-    first.close()
-
-    second = _manager(workspace, FakeEmbedder(dims=48), tokens=200)
-    assert not second.identity_matches()
-    second.sync()
-    assert second.identity_matches()
-    assert os.stat(second.path).st_ino != inode  # swapped in, not edited in place
-    assert second.store().counts()["chunks"] > chunks_before
-    assert second.store().counts()["pending_vectors"] == 0
-    assert not list(second.dir.glob("index.sqlite.rebuild-*"))
 
 
 def test_identity_change_rebuilds_the_index(backend: Backend, workspace: Path) -> None:
@@ -98,75 +72,6 @@ def test_rebuild_failure_keeps_the_old_index(backend: Backend, workspace: Path) 
     assert third.identity_matches()
     assert third.store().keyword_search('"kept"', 5)
     assert not list(third.dir.glob("index.sqlite.rebuild-*"))
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda p: p.write_bytes(b"this is not a database at all" * 100),
-        lambda p: p.write_bytes(p.read_bytes()[:1500]),
-        lambda p: p.write_bytes(b""),
-    ],
-    ids=["garbage", "truncated", "empty"],
-)
-def test_corrupt_index_is_moved_aside_and_rebuilt(workspace: Path, damage) -> None:  # type: ignore[no-untyped-def]
-    write(workspace, "memory/a.md", "phoenix rises from ashes\n")
-    with Memory(workspace, embedder=FakeEmbedder()) as mem:
-        mem.sync()
-        path = mem.index.path
-    mem.index.store().conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    mem.close()
-    for suffix in ("-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-    damage(path)
-    with Memory(workspace, embedder=FakeEmbedder()) as mem:
-        results = mem.search("phoenix").results
-        assert results and results[0].path == "memory/a.md"
-        status = mem.status()
-    assert status["files"] == 2
-
-
-def test_garbage_index_leaves_a_corrupt_copy(workspace: Path) -> None:
-    write(workspace, "memory/a.md", "phoenix\n")
-    state = workspace / ".memdir"
-    (state / "index.sqlite").write_bytes(b"garbage" * 1000)
-    with Memory(workspace, embedder=FakeEmbedder()) as mem:
-        assert mem.search("phoenix").results
-        assert any("moved to" in n for n in mem.status()["notes"])
-    assert list(state.glob("index.sqlite.corrupt-*"))
-
-
-def _make_readonly(path: Path) -> bool:
-    """Make a folder unwritable, even for root when chattr works. False if impossible."""
-    if os.geteuid() != 0:
-        os.chmod(path, 0o555)
-        return True
-    if shutil.which("chattr") is None:
-        return False
-    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
-    return done.returncode == 0
-
-
-def _undo_readonly(path: Path) -> None:
-    if os.geteuid() == 0:
-        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
-    os.chmod(path, 0o755)
-
-
-def test_read_only_workspace_is_searchable(tmp_path: Path) -> None:
-    root = tmp_path / "ro"
-    write(root, "MEMORY.md", "# Memory\n- the answer is fortytwo\n")
-    if not _make_readonly(root):
-        pytest.skip("cannot make a folder read-only here")
-    try:
-        with Memory(root, embedder=FakeEmbedder()) as mem:
-            results = mem.search("fortytwo").results
-            status = mem.status()
-        assert results and results[0].path == "MEMORY.md"
-        assert "not writable" in " ".join(status["notes"])
-        assert not (root / ".memdir").exists()
-    finally:
-        _undo_readonly(root)
 
 
 def _search_many(root: str, n: int, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]

@@ -1,8 +1,8 @@
 """The PostgreSQL backend: configuration, the same answers as SQLite, concurrency across
 processes and hosts, workspace isolation, one-transaction rebuilds, pgvector search.
 
-The storage behaviour both engines share is tested by the ``backend``-parametrised tests in
-this folder; this file holds what is specific to Postgres (and its configuration, which needs
+The storage behaviour every engine shares is tested by the ``backend``-parametrised tests in
+``tests/index/``; this file holds what is specific to Postgres (and its configuration, which needs
 no server).
 """
 
@@ -28,6 +28,7 @@ from memdir.search import build_match_query
 from memdir.text import index_tokens, query_terms
 from memdir.workspace import Workspace
 from tests.helpers import write
+from tests.index.conftest import drop_workspaces, workspace_ids
 
 # -- configuration (no server needed) ----------------------------------------------------------
 
@@ -133,13 +134,8 @@ class PgHelper:
 
         self.url = url
         self.conn = psycopg.connect(url, autocommit=True)
-        self.before = self.workspace_ids()
+        self.before = workspace_ids(url)
         self.managers: list[IndexManager] = []
-
-    def workspace_ids(self) -> set[str]:
-        if self.conn.execute("SELECT to_regclass('memdir_workspaces')").fetchone()[0] is None:
-            return set()
-        return {r[0] for r in self.conn.execute("SELECT workspace_id FROM memdir_workspaces")}
 
     def manager(self, root: Path, embedder: Any = None, **kwargs: Any) -> IndexManager:
         mgr = IndexManager(
@@ -185,14 +181,9 @@ class PgHelper:
         assert duplicates == 0
 
     def cleanup(self) -> None:
-        from memdir.index.postgres import PostgresStore
-
         for mgr in self.managers:
             mgr.close()
-        for workspace_id in self.workspace_ids() - self.before:
-            store = PostgresStore.open(self.url, workspace_id, "tests")
-            store.drop_workspace()
-            store.close()
+        drop_workspaces(self.url, workspace_ids(self.url) - self.before)
         self.conn.close()
 
 
