@@ -23,16 +23,25 @@ from typing import Any
 from memdir.clock import now
 from memdir.config import Config, default_workspace, index_url, load_config
 from memdir.dreaming import RECALL_NAME, DreamReport, RecallStore, record_recalls, run_dream
+from memdir.dreaming.budget import BudgetUsage, budget_usage
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
+from memdir.history import HistoryEvent, read_history
 from memdir.index.manager import IndexManager
 from memdir.index.sync import Progress, SyncReport, scan_dirty
 from memdir.lifecycle.extract import ExtractionReport, extract_memories
 from memdir.lifecycle.write import WriteResult, write_memory
 from memdir.llm.base import LLM, Message
 from memdir.search import SearchResponse, run_search
-from memdir.workspace import MEMORY_FILE, Workspace
+from memdir.workspace import (
+    MEMORY_FILE,
+    OWNER_FILES,
+    Workspace,
+    archive_date,
+    file_kind,
+    is_daily_log,
+)
 
 #: Files a shared (group) session may never see (SPEC §2).
 PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
@@ -62,6 +71,40 @@ class GetResult:
             "lines": self.lines,
             "total_lines": self.total_lines,
             "exists": self.exists,
+        }
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One file of the workspace as a person browses it (:meth:`Memory.files`).
+
+    Attributes:
+        path: workspace-relative path (absolute for an extra path outside the workspace).
+        kind: see :func:`memdir.workspace.file_kind`; ``extra`` for configured extra paths.
+        day: the date of a daily log or session archive, else None.
+        size: bytes.
+        mtime: modification time (seconds since the epoch).
+        indexed: whether the index holds it (USER.md, AGENTS.md, DREAMS.md never are).
+        warning: the index's warning for it (binary, invalid UTF-8, too large to embed).
+    """
+
+    path: str
+    kind: str
+    day: str | None
+    size: int
+    mtime: float
+    indexed: bool
+    warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "day": self.day,
+            "size": self.size,
+            "mtime": self.mtime,
+            "indexed": self.indexed,
+            "warning": self.warning,
         }
 
 
@@ -143,11 +186,14 @@ class Memory:
         *,
         max_results: int | None = None,
         min_score: float | None = None,
+        record: bool = True,
     ) -> SearchResponse:
         """``memory_search``: the best snippets for ``query`` (SPEC §5).
 
         Files changed since the last sync are indexed first (stat only when nothing changed),
-        so results are never stale.
+        so results are never stale. The daily-log hits are recorded as recalls for dreaming
+        unless ``record`` is False (a person inspecting memory, as in ``memdir ui``, is not the
+        agent recalling it).
 
         Raises:
             QueryError: the query is longer than :data:`MAX_QUERY_CHARS` or a limit is invalid.
@@ -183,7 +229,8 @@ class Memory:
                 f"{counts['pending_vectors']} chunks are not embedded yet (keyword search "
                 "covers them): run `memdir index` to finish"
             )
-        record_recalls(self.recalls, response, now=now())  # never raises; warns instead
+        if record:
+            record_recalls(self.recalls, response, now=now())  # never raises; warns instead
         return response
 
     def _file_lines(self, path: str) -> list[str] | None:
@@ -215,27 +262,91 @@ class Memory:
             raise QueryError("from must be 1 or more")
         if lines is not None and lines < 1:
             raise QueryError("lines must be 1 or more")
+        target, shown = self._memory_path(path)
+        return _read_lines(target, shown, path, from_line, lines)
+
+    def _memory_path(self, path: str) -> tuple[Path, str]:
+        """Where a ``memory_get`` path points and how it is shown (the SPEC §6 policy and the
+        privacy scope)."""
         target = self.workspace.resolve_memory_path(path)
         shown = self.workspace.display_path(target)
         if self.scope == "shared" and shown in PRIVATE_FILES:
             raise PathNotAllowed(f"{path}: not available in a shared session")
-        try:
-            data = target.read_bytes()
-        except FileNotFoundError:
-            return GetResult(shown, "", from_line or 1, 0, 0, exists=False)
-        except IsADirectoryError:
-            raise PathNotAllowed(f"{path}: is a folder, not a file") from None
-        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-        all_lines = text.split("\n")
-        if text.endswith("\n"):
-            all_lines.pop()
-        start = (from_line or 1) - 1
-        end = len(all_lines) if lines is None else start + lines
-        selected = all_lines[start:end]
-        body = "\n".join(selected)
-        if from_line is None and lines is None:
-            body = text
-        return GetResult(shown, body, start + 1, len(selected), len(all_lines), exists=True)
+        return target, shown
+
+    def read(
+        self, path: str, *, from_line: int | None = None, lines: int | None = None
+    ) -> GetResult:
+        """What a person may look at (``memdir ui``): every file :meth:`get` allows, and in a
+        private session also the root files USER.md, AGENTS.md and DREAMS.md (never symlinks).
+
+        Raises:
+            PathNotAllowed: as :meth:`get`, or an owner file in a shared session.
+            QueryError: ``from_line`` or ``lines`` is below 1.
+        """
+        if (from_line is not None and from_line < 1) or (lines is not None and lines < 1):
+            raise QueryError("from and lines must be 1 or more")
+        if path not in OWNER_FILES:
+            target, shown = self._memory_path(path)
+            return _read_lines(target, shown, path, from_line, lines)
+        if self.scope == "shared":
+            raise PathNotAllowed(f"{path}: not available in a shared session")
+        target = self.workspace.resolve_owner_file(path)
+        return _read_lines(target, path, path, from_line, lines)
+
+    def files(self) -> list[MemoryFile]:
+        """The workspace's files as a person browses them: MEMORY.md, USER.md, AGENTS.md,
+        DREAMS.md, daily logs, session archives, topic notes, skills and extra paths, each with
+        whether the index holds it (MEMORY.md and USER.md are left out in a shared session)."""
+        rows = self.index.read(lambda store: store.file_rows())
+        out: list[MemoryFile] = []
+        for name in OWNER_FILES:
+            try:
+                target = self.workspace.resolve_owner_file(name)
+                st = target.lstat()
+            except (PathNotAllowed, OSError):
+                continue
+            if target.is_file():
+                out.append(MemoryFile(name, file_kind(name), None, st.st_size, st.st_mtime, False))
+        for entry in self.workspace.iter_files():
+            kind = "extra" if entry.source == "extra" else file_kind(entry.path)
+            row = rows.get(entry.path)
+            out.append(
+                MemoryFile(
+                    entry.path,
+                    kind,
+                    is_daily_log(entry.path) or archive_date(entry.path),
+                    entry.size,
+                    entry.mtime_ns / 1e9,
+                    row is not None,
+                    row.warning if row is not None else None,
+                )
+            )
+        if self.scope == "shared":
+            out = [f for f in out if f.path not in PRIVATE_FILES]
+        return out
+
+    def memory_budget(self) -> BudgetUsage:
+        """How full MEMORY.md is against the dreaming budget: person-written vs generated text,
+        and which generated entries would be evicted first.
+
+        Raises:
+            PathNotAllowed: in a shared session.
+        """
+        if self.scope == "shared":
+            raise PathNotAllowed(f"{MEMORY_FILE} is not available in a shared session")
+        return budget_usage(self.read(MEMORY_FILE).text)
+
+    def history(self) -> list[HistoryEvent]:
+        """What memdir wrote on its own and when, newest first, from the files' own records
+        (see :mod:`memdir.history`).
+
+        Raises:
+            PathNotAllowed: in a shared session (the history shows MEMORY.md).
+        """
+        if self.scope == "shared":
+            raise PathNotAllowed("the history shows MEMORY.md: run it in a private session")
+        return read_history(self.workspace, self.recalls.entries())
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -329,3 +440,26 @@ class Memory:
             embedder=self.embedder,
             private=self.scope == "private",
         )
+
+
+def _read_lines(
+    target: Path, shown: str, asked: str, from_line: int | None, lines: int | None
+) -> GetResult:
+    """Read ``target`` (shown as ``shown``) whole or the range ``from_line`` + ``lines``."""
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        return GetResult(shown, "", from_line or 1, 0, 0, exists=False)
+    except IsADirectoryError:
+        raise PathNotAllowed(f"{asked}: is a folder, not a file") from None
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    all_lines = text.split("\n")
+    if text.endswith("\n"):
+        all_lines.pop()
+    start = (from_line or 1) - 1
+    end = len(all_lines) if lines is None else start + lines
+    selected = all_lines[start:end]
+    body = "\n".join(selected)
+    if from_line is None and lines is None:
+        body = text
+    return GetResult(shown, body, start + 1, len(selected), len(all_lines), exists=True)

@@ -165,6 +165,34 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
+def term_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
+    """Where the search ``terms`` (from :func:`query_terms`) occur in ``text``, as sorted,
+    non-overlapping ``(start, end)`` character spans, to highlight a snippet.
+
+    A Latin word matches when its stem is a term (``Migrations`` for ``migrat``); a CJK term
+    matches wherever it occurs inside a CJK run (longer terms first).
+    """
+    wanted = {t.lower() for t in terms if t}
+    cjk_terms = sorted((t for t in wanted if has_cjk(t)), key=len, reverse=True)
+    spans: list[tuple[int, int]] = []
+    for match in _SEGMENT_RE.finditer(text):
+        word = match.group(2)
+        if word:
+            if stem(word.lower()) in wanted:
+                spans.append(match.span())
+            continue
+        taken: list[tuple[int, int]] = []
+        for term in cjk_terms:
+            start = text.find(term, match.start(), match.end())
+            while start >= 0:
+                end = start + len(term)
+                if all(end <= a or start >= b for a, b in taken):
+                    taken.append((start, end))
+                start = text.find(term, end, match.end())
+        spans.extend(taken)
+    return sorted(spans)
+
+
 def similarity_tokens(text: str) -> frozenset[str]:
     """Token set for Jaccard similarity (MMR, dedup): words, plus CJK unigrams and bigrams."""
     out: set[str] = set()

@@ -28,8 +28,12 @@ STATE_DIR = ".memdir"
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
 SKILLS_DIR = "skills"
+#: Files a person keeps at the workspace root beside MEMORY.md: shown to the owner
+#: (``Memory.read``, ``memdir ui``), never returned by ``memory_get``.
+OWNER_FILES = ("USER.md", "AGENTS.md", "DREAMS.md")
 
 _DAILY_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+_ARCHIVE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})-.+\.md$")
 
 #: MEMORY.md section keys and their headings per language (SPEC §1).
 SECTION_HEADINGS: dict[str, dict[str, str]] = {
@@ -210,6 +214,52 @@ class Workspace:
             )
         _refuse_symlinks(candidate, stop_at=self.root)
         return candidate
+
+    def resolve_owner_file(self, name: str) -> Path:
+        """Where one of :data:`OWNER_FILES` is (USER.md, AGENTS.md, DREAMS.md).
+
+        Raises:
+            PathNotAllowed: ``name`` is not one of them, or it is a symlink.
+        """
+        if name not in OWNER_FILES:
+            raise PathNotAllowed(f"{name}: not one of {', '.join(OWNER_FILES)}")
+        candidate = self.root / name
+        _refuse_symlinks(candidate, stop_at=self.root)
+        return candidate
+
+
+def file_kind(path: str) -> str:
+    """What a workspace file is, from its workspace-relative path: ``memory`` (MEMORY.md),
+    ``user``, ``agents``, ``dreams``, ``daily`` (memory/YYYY-MM-DD.md), ``archive`` (a session
+    archive memory/YYYY-MM-DD-slug.md), ``skill`` (skills/**), ``topic`` (any other note under
+    memory/) or ``other``."""
+    if path == MEMORY_FILE:
+        return "memory"
+    if path in OWNER_FILES:
+        return path.removesuffix(".md").lower()
+    if is_daily_log(path):
+        return "daily"
+    parts = path.split("/")
+    if parts[0] == SKILLS_DIR and len(parts) > 1:
+        return "skill"
+    if parts[0] == MEMORY_DIR and len(parts) > 1:
+        return "archive" if archive_date(path) else "topic"
+    return "other"
+
+
+def archive_date(path: str) -> str | None:
+    """``YYYY-MM-DD`` when ``path`` is named like a session archive (``memory/<date>-<slug>.md``,
+    SPEC §7), else None."""
+    parts = path.split("/")
+    if len(parts) == 2 and parts[0] == MEMORY_DIR:
+        match = _ARCHIVE_RE.match(parts[1])
+        if match:
+            try:
+                date.fromisoformat(match.group(1))
+            except ValueError:
+                return None
+            return match.group(1)
+    return None
 
 
 def is_daily_log(path: str) -> str | None:

@@ -142,6 +142,57 @@ def append_entries(text: str, day: str, entries: Sequence[str]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class BudgetUsage:
+    """How full MEMORY.md is, and whose text fills it.
+
+    Attributes:
+        chars: the file's length in characters.
+        person_chars: characters of person-written lines (never evicted).
+        generated_chars: characters of generated dreaming blocks.
+        budget: the limit :func:`enforce_budget` keeps the file under.
+        generated_lines: 1-based numbers of the generated lines.
+        next_evicted: the generated entries in the order the budget would evict them
+            (oldest first), as ``(1-based line, text)``.
+    """
+
+    chars: int
+    person_chars: int
+    generated_chars: int
+    budget: int
+    generated_lines: list[int]
+    next_evicted: list[tuple[int, str]]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "chars": self.chars,
+            "person_chars": self.person_chars,
+            "generated_chars": self.generated_chars,
+            "budget": self.budget,
+            "over_budget": self.chars > self.budget,
+            "generated_lines": self.generated_lines,
+            "next_evicted": [{"line": n, "text": t} for n, t in self.next_evicted],
+        }
+
+
+def budget_usage(text: str, budget: int = MEMORY_BUDGET_CHARS) -> BudgetUsage:
+    """Measure ``text`` (MEMORY.md) against ``budget``: person vs generated characters, and which
+    generated entries :func:`enforce_budget` would evict first."""
+    lines = split_lines(text)
+    generated = sorted(generated_indexes(lines))
+    generated_chars = sum(len(lines[i]) for i in generated)
+    blocks = sorted(find_blocks(lines), key=lambda b: (b.day, b.begin))
+    order = [(i + 1, _bare(lines[i])) for block in blocks for i in block.entries]
+    return BudgetUsage(
+        chars=len(text),
+        person_chars=len(text) - generated_chars,
+        generated_chars=generated_chars,
+        budget=budget,
+        generated_lines=[i + 1 for i in generated],
+        next_evicted=order,
+    )
+
+
 def enforce_budget(text: str, budget: int = MEMORY_BUDGET_CHARS) -> BudgetResult:
     """Evict generated entries, oldest first, until ``len(text) ≤ budget`` (see module doc)."""
     lines = split_lines(text)
@@ -188,8 +239,10 @@ __all__ = [
     "KEY_RE",
     "MEMORY_BUDGET_CHARS",
     "BudgetResult",
+    "BudgetUsage",
     "GeneratedBlock",
     "append_entries",
+    "budget_usage",
     "enforce_budget",
     "find_blocks",
     "generated_indexes",

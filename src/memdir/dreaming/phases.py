@@ -40,8 +40,9 @@ from memdir.dreaming.scoring import (
     MANUAL_GATES,
     SCHEDULE_GATES,
     Factors,
+    GateCheck,
     Gates,
-    gate_failures,
+    gate_checks,
     score_entry,
 )
 from memdir.dreaming.store import RecallEntry, RecallStore
@@ -163,11 +164,13 @@ def theme_strengths(themes: Sequence[Theme]) -> dict[str, float]:
 
 @dataclass
 class Candidate:
-    """A recall entry with its score, its gate failures and, once selected, its outcome."""
+    """A recall entry with its score, each gate it passes or fails, its gate failures and,
+    once selected, its outcome."""
 
     entry: RecallEntry
     factors: Factors
     failures: list[str] = field(default_factory=list)
+    checks: list[GateCheck] = field(default_factory=list)
     selected: bool = False
     outcome: Outcome | None = None
 
@@ -206,6 +209,7 @@ class Candidate:
             "score": round(self.score, 6),
             "factors": self.factors.to_dict(),
             "failures": self.failures,
+            "gates": [check.to_dict() for check in self.checks],
             "status": self.status,
             "outcome": self.outcome.to_dict() if self.outcome else None,
         }
@@ -228,13 +232,14 @@ def deep_phase(
         candidate = Candidate(entry, factors)
         if entry.promoted_at is None:
             note = entry.note_date
-            candidate.failures = gate_failures(
+            candidate.checks = gate_checks(
                 factors.score,
                 recalls=entry.recall_count,
                 unique_queries=entry.unique_queries,
                 note_age_days=(now.date() - note).days if note else None,
                 gates=gates,
             )
+            candidate.failures = [c.failure() for c in candidate.checks if not c.passed]
         candidates.append(candidate)
     candidates.sort(key=lambda c: (-c.score, c.key))
     passing = [c for c in candidates if c.entry.promoted_at is None and not c.failures]

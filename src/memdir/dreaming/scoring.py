@@ -203,6 +203,74 @@ def score_entry(
     )
 
 
+@dataclass(frozen=True)
+class GateCheck:
+    """One gate applied to one candidate: the limit it sets and what the candidate has."""
+
+    name: str  # score | recalls | unique queries | note age
+    op: str  # "≥" (at least) or "≤" (at most)
+    limit: float
+    actual: float
+    passed: bool
+
+    @property
+    def required(self) -> str:
+        unit = " days" if self.name == "note age" else ""
+        return f"{self.op} {self.limit:g}{unit}"
+
+    def failure(self) -> str:
+        """Why it failed, in the words ``memdir dream`` prints."""
+        if self.name == "score":
+            return f"score {self.actual:.3f} < {self.limit:g}"
+        if self.name == "note age":
+            return f"note is {self.actual:g} days old > {self.limit:g}"
+        return f"{self.name} {self.actual:g} < {self.limit:g}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "required": self.required,
+            "actual": self.actual,
+            "passed": self.passed,
+        }
+
+
+def gate_checks(
+    score: float,
+    *,
+    recalls: int,
+    unique_queries: int,
+    note_age_days: int | None,
+    gates: Gates,
+) -> list[GateCheck]:
+    """Every gate of ``gates`` applied to a candidate, passed or not (the per-run limit is
+    applied by the caller, on the candidates that pass). The note-age gate is left out when the
+    gates have none or the note has no date."""
+    checks = [
+        # Compared rounded to 9 decimals, so a score of exactly 0.75 passes 0.75.
+        GateCheck("score", "≥", gates.min_score, score, round(score, 9) >= gates.min_score),
+        GateCheck("recalls", "≥", gates.min_recalls, recalls, recalls >= gates.min_recalls),
+        GateCheck(
+            "unique queries",
+            "≥",
+            gates.min_unique_queries,
+            unique_queries,
+            unique_queries >= gates.min_unique_queries,
+        ),
+    ]
+    if gates.max_age_days is not None and note_age_days is not None:
+        checks.append(
+            GateCheck(
+                "note age",
+                "≤",
+                gates.max_age_days,
+                note_age_days,
+                note_age_days <= gates.max_age_days,
+            )
+        )
+    return checks
+
+
 def gate_failures(
     score: float,
     *,
@@ -211,22 +279,15 @@ def gate_failures(
     note_age_days: int | None,
     gates: Gates,
 ) -> list[str]:
-    """Why a candidate does not pass ``gates`` (empty when it passes). The per-run limit is
-    applied by the caller, on the candidates that pass."""
-    failures = []
-    if round(score, 9) < gates.min_score:
-        failures.append(f"score {score:.3f} < {gates.min_score:g}")
-    if recalls < gates.min_recalls:
-        failures.append(f"recalls {recalls} < {gates.min_recalls}")
-    if unique_queries < gates.min_unique_queries:
-        failures.append(f"unique queries {unique_queries} < {gates.min_unique_queries}")
-    if (
-        gates.max_age_days is not None
-        and note_age_days is not None
-        and note_age_days > gates.max_age_days
-    ):
-        failures.append(f"note is {note_age_days} days old > {gates.max_age_days}")
-    return failures
+    """Why a candidate does not pass ``gates`` (empty when it passes); see :func:`gate_checks`."""
+    checks = gate_checks(
+        score,
+        recalls=recalls,
+        unique_queries=unique_queries,
+        note_age_days=note_age_days,
+        gates=gates,
+    )
+    return [check.failure() for check in checks if not check.passed]
 
 
 def _unit(value: float) -> float:
@@ -246,11 +307,13 @@ __all__ = [
     "SCHEDULE_GATES",
     "WEIGHTS",
     "Factors",
+    "GateCheck",
     "Gates",
     "conceptual",
     "consolidation",
     "diversity",
     "frequency",
+    "gate_checks",
     "gate_failures",
     "recency",
     "relevance",

@@ -183,6 +183,44 @@ def archive_session(
     )
 
 
+@dataclass(frozen=True)
+class ArchiveHeader:
+    """What a session archive's header records (see :func:`read_archive_header`)."""
+
+    date: str  # when the session started, YYYY-MM-DD HH:MM
+    session: str
+    source: str
+    archived: str  # when it was archived, YYYY-MM-DD HH:MM
+    messages: str
+
+
+_HEADER_FIELD = re.compile(r"^- (date|session|source|archived|messages): (.*)$")
+
+
+def read_archive_header(text: str) -> ArchiveHeader | None:
+    """The header fields of an archive written by :func:`archive_session`, or None when
+    ``text`` does not start like one (a person's note named like an archive)."""
+    lines = text.split("\n", 12)
+    if not lines or not lines[0].startswith("# Session "):
+        return None
+    fields: dict[str, str] = {}
+    for line in lines[1:]:
+        if line.startswith("## "):
+            break
+        match = _HEADER_FIELD.match(line.rstrip("\r"))
+        if match:
+            fields[match.group(1)] = match.group(2).strip()
+    if "archived" not in fields:
+        return None
+    return ArchiveHeader(
+        date=fields.get("date", ""),
+        session=fields.get("session", ""),
+        source=fields.get("source", ""),
+        archived=fields["archived"],
+        messages=fields.get("messages", ""),
+    )
+
+
 def _render(
     kept: list[Message], *, session_id: str, started_at: datetime, now: datetime, source: str
 ) -> str:
