@@ -1,0 +1,75 @@
+"""``memdir ui``: the local web inspector."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from memdir.cli.common import stdout
+from memdir.cli.main import cli
+from memdir.errors import ProviderUnavailable
+from memdir.memory import Memory
+
+UI_HINT = "pip install 'memdir[ui]'"
+
+
+@cli.command("ui")
+@click.option(
+    "--port",
+    type=click.IntRange(min=0, max=65535),
+    default=8765,
+    show_default=True,
+    help="Port to listen on (0: any free port).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the inspector in a browser.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; anything but loopback needs --allow-remote.",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback --host; every request then needs the printed token "
+    "($MEMDIR_UI_TOKEN, or a new random one).",
+)
+@click.option(
+    "--writable",
+    is_flag=True,
+    help="Allow applying a dream run from the page (each apply still needs a confirmation).",
+)
+@click.pass_context
+def ui_command(
+    ctx: click.Context,
+    port: int,
+    open_browser: bool,
+    host: str,
+    allow_remote: bool,
+    writable: bool,
+) -> None:
+    """Browse what the agent remembers and why, in a local web page.
+
+    Search with each score's parts, the files with line anchors, the index, dreaming (recall
+    counts, factor scores, gates, the MEMORY.md budget, a preview) and the history of automatic
+    writes. Read-only unless --writable; listens on 127.0.0.1 only unless --allow-remote.
+    Needs Starlette, uvicorn and Jinja2: pip install 'memdir[ui]'.
+    """
+    try:
+        from memdir.ui.server import plan, serve
+    except ImportError as exc:
+        raise ProviderUnavailable(f"`memdir ui` needs {exc.name}: {UI_HINT}") from exc
+    workspace: Path = ctx.obj
+    token = os.environ.get("MEMDIR_UI_TOKEN") or None
+    sock, listening = plan(host, port, writable=writable, allow_remote=allow_remote, token=token)
+    out = stdout()
+    mode = "writable: a dream run can be applied after a confirmation" if writable else "read-only"
+    with Memory(workspace) as memory:
+
+        def ready() -> None:
+            out.print(f"memdir ui: {listening.url}", markup=False)
+            out.print(f"  {memory.workspace.root} · {mode} · Ctrl-C to stop", markup=False)
+
+        serve(memory, sock, listening, on_ready=ready, open_browser=open_browser)

@@ -1,0 +1,13 @@
+"""``memdir ui``: a local web inspector of what the agent remembers and why.
+
+Pages (each with a JSON twin under ``/api/``): search with each score's parts, the workspace's
+files with line anchors, the index's state, dreaming (recall counts, factor scores, gates, the
+MEMORY.md budget, a preview and, when allowed, a confirmed apply) and the history of automatic
+writes. Built on Starlette, uvicorn and Jinja2 (``pip install 'memdir[ui]'``), over the same
+:class:`~memdir.memory.Memory` as the CLI and the MCP server.
+"""
+
+from memdir.ui.app import UIOptions, create_app
+from memdir.ui.server import serve
+
+__all__ = ["UIOptions", "create_app", "serve"]

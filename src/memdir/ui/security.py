@@ -1,0 +1,186 @@
+"""What keeps ``memdir ui`` private: loopback only, a token for anything else, no cross-site
+writes, and pages that load nothing from elsewhere.
+
+:class:`Guard` is a plain ASGI middleware in front of every route:
+
+- **Host header.** Bound to loopback, only ``127.0.0.1``, ``localhost`` and ``[::1]`` are
+  accepted as the request's Host, so a web page cannot reach the inspector through DNS
+  rebinding (a hostile name that resolves to 127.0.0.1).
+- **Token.** When one is set (always when listening beyond loopback), every request carries it:
+  ``Authorization: Bearer …``, the ``memdir_ui`` cookie, or ``?token=…`` once, which sets the
+  cookie (HttpOnly, SameSite=Strict) and redirects to the same URL without it.
+- **Writes.** Any method but GET/HEAD needs the per-process CSRF token in the
+  ``X-Memdir-CSRF`` header (a cross-site form cannot set a header) and, when the browser sends
+  them, a same-origin ``Origin`` and ``Sec-Fetch-Site``.
+- **Headers.** A Content-Security-Policy that allows only this origin (no inline script, no
+  remote font, image or script), no framing, no referrer, no caching.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Iterable
+from urllib.parse import urlencode
+
+from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+TOKEN_COOKIE = "memdir_ui"
+CSRF_HEADER = "x-memdir-csrf"
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+SECURITY_HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+)
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    name = host.strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header (``[::1]:8765`` → ``::1``, ``Localhost:80`` →
+    ``localhost``)."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class Guard:
+    """The ASGI middleware described in the module docstring.
+
+    Args:
+        app: the application behind it.
+        csrf: the token writes must carry in ``X-Memdir-CSRF``.
+        token: when set, every request must carry it.
+        allowed_hosts: Host names accepted; empty accepts any (remote access with a token).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        csrf: str,
+        token: str | None = None,
+        allowed_hosts: Iterable[str] = LOOPBACK_NAMES,
+    ) -> None:
+        self.app = app
+        self.csrf = csrf
+        self.token = token
+        self.allowed_hosts = frozenset(h.lower().strip("[]") for h in allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self.check(HTTPConnection(scope), scope.get("method", "GET"))
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                headers.extend(h for h in SECURITY_HEADERS if h[0] not in present)
+                if b"cache-control" not in present:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        if refusal is not None:
+            await refusal(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+    def check(self, conn: HTTPConnection, method: str) -> Response | None:
+        """The response that refuses this request, or None to let it through."""
+        headers = conn.headers
+        host = host_name(headers.get("host", ""))
+        if self.allowed_hosts and host not in self.allowed_hosts:
+            return _refuse(
+                conn,
+                400,
+                f"unexpected Host header {host!r}: open the inspector "
+                "at the address `memdir ui` printed",
+            )
+        if self.token is not None:
+            given = conn.query_params.get("token")
+            if given is not None and _same(given, self.token) and method in SAFE_METHODS:
+                return _drop_token_from_url(conn, self.token)
+            if not self._has_token(headers, conn.cookies):
+                return _refuse(
+                    conn,
+                    401,
+                    "this inspector needs its token: use the URL with "
+                    "?token=… that `memdir ui` printed",
+                )
+        if method not in SAFE_METHODS:
+            return self._check_write(conn, headers)
+        return None
+
+    def _has_token(self, headers: Headers, cookies: dict[str, str]) -> bool:
+        assert self.token is not None
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer ") and _same(auth[7:].strip(), self.token):
+            return True
+        return _same(cookies.get(TOKEN_COOKIE, ""), self.token)
+
+    def _check_write(self, conn: HTTPConnection, headers: Headers) -> Response | None:
+        if not _same(headers.get(CSRF_HEADER, ""), self.csrf):
+            return _refuse(conn, 403, "a write needs the page's CSRF token: reload the page")
+        origin = headers.get("origin")
+        if origin is not None and origin != f"{conn.url.scheme}://{headers.get('host', '')}":
+            return _refuse(conn, 403, f"cross-origin write refused (Origin {origin})")
+        site = headers.get("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            return _refuse(conn, 403, f"cross-site write refused (Sec-Fetch-Site {site})")
+        return None
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _refuse(conn: HTTPConnection, status: int, message: str) -> Response:
+    if conn.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=status)
+    return PlainTextResponse(f"memdir ui: {message}\n", status_code=status)
+
+
+def _drop_token_from_url(conn: HTTPConnection, token: str) -> Response:
+    kept = urlencode([(k, v) for k, v in conn.query_params.multi_items() if k != "token"])
+    target = conn.url.path + (f"?{kept}" if kept else "")
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
+    return response
+
+
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "CSRF_HEADER",
+    "LOOPBACK_NAMES",
+    "TOKEN_COOKIE",
+    "Guard",
+    "host_name",
+    "is_loopback",
+]

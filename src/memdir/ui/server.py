@@ -1,0 +1,117 @@
+"""Running the inspector: bind a socket (loopback unless told otherwise), serve it with uvicorn.
+
+The socket is bound before uvicorn starts, so ``--port 0`` can print the port it got and a port
+in use is one clear error.
+"""
+
+from __future__ import annotations
+
+import errno
+import secrets
+import socket
+import threading
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memdir.errors import MemdirError
+from memdir.memory import Memory
+from memdir.ui.app import UIOptions, create_app
+from memdir.ui.security import LOOPBACK_NAMES, is_loopback
+
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class Listening:
+    """Where the inspector listens, and the URL to open (with the token when one is needed)."""
+
+    host: str
+    port: int
+    url: str
+    options: UIOptions
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port`` 0: any free port).
+
+    Raises:
+        MemdirError: the port is in use or the address cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise MemdirError(
+                f"port {port} is in use: choose another with --port, or --port 0 for any free one"
+            ) from exc
+        raise MemdirError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def plan(
+    host: str, port: int, *, writable: bool, allow_remote: bool, token: str | None
+) -> tuple[socket.socket, Listening]:
+    """Check the host, bind it and decide the options.
+
+    Beyond loopback the inspector needs ``allow_remote`` and always requires a token
+    (``token`` or a new random one).
+
+    Raises:
+        MemdirError: a non-loopback host without ``allow_remote``, or the bind failed.
+    """
+    local = is_loopback(host)
+    if not local and not allow_remote:
+        raise MemdirError(
+            f"refusing to listen on {host}: the inspector shows private memory; it listens on "
+            "127.0.0.1 only unless you pass --allow-remote (a token is then required)"
+        )
+    if not local:
+        token = token or secrets.token_urlsafe(24)
+    options = UIOptions(
+        writable=writable,
+        token=token,
+        allowed_hosts=LOOPBACK_NAMES if local else (),
+    )
+    sock = bind(host, port)
+    bound_port = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    url = f"http://{shown}:{bound_port}/"
+    if token:
+        url += f"?token={token}"
+    return sock, Listening(host, bound_port, url, options)
+
+
+def serve(
+    memory: Memory,
+    sock: socket.socket,
+    listening: Listening,
+    *,
+    on_ready: Callable[[], None] | None = None,
+    open_browser: bool = False,
+) -> None:
+    """Serve the inspector on ``sock`` until interrupted (Ctrl-C)."""
+    import uvicorn
+
+    app = create_app(memory, listening.options)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", server_header=False
+    )
+    server = uvicorn.Server(config)
+
+    def announce() -> None:
+        while not server.started and not server.should_exit:
+            threading.Event().wait(0.05)
+        if server.started:
+            if on_ready is not None:
+                on_ready()
+            if open_browser:
+                webbrowser.open(listening.url)
+
+    threading.Thread(target=announce, name="memdir-ui-ready", daemon=True).start()
+    server.run(sockets=[sock])
+
+
+__all__ = ["DEFAULT_PORT", "Listening", "bind", "plan", "serve"]

@@ -1,0 +1,46 @@
+"""``/history``: what memdir wrote on its own and when (dream promotions, the dream diary,
+session archives, daily logs), newest first, from :meth:`Memory.history`."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from memdir.errors import QueryError
+from memdir.ui.app import inspector
+
+KINDS = {
+    "dream": "dream promotions",
+    "diary": "dream diary",
+    "archive": "session archives",
+    "daily": "daily logs",
+}
+
+
+def _kind(request: Request) -> str | None:
+    kind = request.query_params.get("kind") or None
+    if kind is not None and kind not in KINDS:
+        raise QueryError(f"kind must be one of {', '.join(KINDS)}")
+    return kind
+
+
+def api(request: Request) -> Response:
+    """``GET /api/history?kind=…``: the events, newest first."""
+    kind = _kind(request)
+    events = inspector(request).call(lambda m: m.history())
+    return JSONResponse({"events": [e.to_dict() for e in events if kind in (None, e.kind)]})
+
+
+def page(request: Request) -> Response:
+    """``GET /history?kind=…``: the events grouped by day."""
+    ui = inspector(request)
+    kind = _kind(request)
+    events = [e for e in ui.call(lambda m: m.history()) if kind in (None, e.kind)]
+    by_day = groupby(events, key=lambda e: e.when[:10])
+    days = [{"day": day, "events": list(items)} for day, items in by_day]
+    context: dict[str, Any] = {"active": "history", "kind": kind, "kinds": KINDS, "days": days}
+    context["count"] = len(events)
+    return ui.render(request, "history.html", context)
