@@ -1,0 +1,178 @@
+"""End to end in a real headless Chromium (Playwright driving Debian's ``chromium``): type a
+Chinese query, see the hit and its score parts, open the file at the right line, preview a
+dream run; a note holding ``<script>`` stays text; a phone-sized screen does not scroll
+sideways. Screenshots of every page are saved (``tmp_path/screenshots``; also copied to
+``$MEMDIR_UI_SCREENSHOTS`` when set).
+
+Run with ``pytest -m browser``. It skips, saying why, without the ``playwright`` package or a
+Chromium binary (``$MEMDIR_CHROMIUM``, default ``/usr/bin/chromium``; ``apt-get install
+chromium``). ``playwright install`` is never needed: the system browser is used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.conftest import RunningUI
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("MEMDIR_CHROMIUM", "/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DESKTOP = {"width": 1100, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the browser test needs Playwright: pip install playwright"
+    )
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (or set MEMDIR_CHROMIUM)")
+    with sync_api.sync_playwright() as playwright:
+        # Playwright gives every launch a fresh temporary profile (user data dir).
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Shots:
+    """Screenshots of the pages, kept under the test's tmp dir (and copied on request)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.taken: list[Path] = []
+
+    def take(self, page: Any, name: str, *, full_page: bool = True) -> None:
+        path = self.folder / f"{name}.png"
+        page.screenshot(path=str(path), full_page=full_page)
+        assert path.stat().st_size > 5_000, f"{name}.png looks empty"
+        self.taken.append(path)
+
+    def publish(self) -> None:
+        target = os.environ.get("MEMDIR_UI_SCREENSHOTS")
+        if target:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            for path in self.taken:
+                shutil.copy(path, Path(target) / path.name)
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Iterator[Shots]:
+    taken = Shots(tmp_path / "screenshots")
+    yield taken
+    taken.publish()
+    print(f"\nscreenshots: {taken.folder}")
+
+
+def open_page(browser: Any, viewport: dict[str, int]) -> tuple[Any, list[str]]:
+    """A new page that collects console errors, uncaught exceptions and dialogs."""
+    page = browser.new_page(viewport=viewport, locale="zh-CN")
+    page.set_default_timeout(60_000)  # a busy 2-core machine
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    page.on(
+        "request",
+        lambda r: (
+            None
+            if r.url.startswith(("http://127.0.0.1", "data:"))
+            else problems.append(f"remote request: {r.url}")
+        ),
+    )
+    return page, problems
+
+
+def test_search_hit_file_line_and_dreaming(
+    browser: Any, ui_process: RunningUI, shots: Shots
+) -> None:
+    base = ui_process.url
+    page, problems = open_page(browser, DESKTOP)
+
+    # Search: typed, not submitted — the results follow the query.
+    page.goto(base + "search")
+    page.locator("#q").press_sequentially("Redis 分布式锁", delay=30)
+    first = page.locator("li.hit").first
+    first.wait_for(timeout=30_000)
+    page.wait_for_function("location.search.includes('q=')")
+    assert "q=Redis" in page.url
+    cite = first.locator("a.cite")
+    assert cite.inner_text().startswith("memory/2026-11-28.md#L")
+    marks = first.locator(".snippet mark").all_inner_texts()
+    assert "Redis" in marks and any(m.startswith("分布式") for m in marks)
+    labels = first.locator(".parts dt").all_inner_texts()
+    assert labels[:4] == ["vector", "keyword", "decay", "age"]
+    assert (
+        first.locator(".score").inner_text() == f"{float(first.locator('.score').inner_text()):.3f}"
+    )
+    shots.take(page, "search", full_page=False)
+
+    # Jump from the hit to its lines.
+    cite.click()
+    page.wait_for_url("**/files/memory/2026-11-28.md?lines=*#L*")
+    line3 = page.locator("tr#L3")
+    assert "marked" in (line3.get_attribute("class") or "")
+    assert "分布式锁" in line3.inner_text()
+    box = line3.bounding_box()
+    assert box is not None and 0 <= box["y"] < DESKTOP["height"]
+    shots.take(page, "file", full_page=False)
+
+    # Dreaming: the entries, then a preview on the button.
+    page.goto(base + "dreaming")
+    assert page.locator("li.cand").count() == 2
+    assert "passes" in page.locator("li.cand").first.inner_text()
+    page.locator("li.cand summary").first.click()
+    assert page.locator("li.cand").first.locator("table.factors tbody tr").count() == 9
+    page.get_by_role("button", name="Preview a dream run").click()
+    page.locator(".preview").wait_for()
+    assert "would promote 1 entry" in page.locator(".preview .summary-line").inner_text()
+    assert "preview=1" in page.url
+    shots.take(page, "dreaming")
+
+    for name in ("index", "files", "history"):
+        page.goto(base + name)
+        page.locator("main h1").wait_for()
+        shots.take(page, name)
+    assert "dream: promoted 1 entry into MEMORY.md" in page.locator("main").inner_text()
+    assert problems == []
+
+
+def test_a_script_in_a_note_stays_text(browser: Any, ui_process: RunningUI) -> None:
+    page, problems = open_page(browser, DESKTOP)
+    page.goto(ui_process.url + "files/memory/pitfalls.md")
+    assert page.locator("td.tx", has_text="<script>alert('memdir-xss')</script>").count() == 1
+    page.goto(ui_process.url + "search?q=alert%20script")
+    assert page.locator(".snippet", has_text="<script>alert(").count() == 1
+    assert problems == []  # no alert dialog, no error
+
+
+def test_phone_screen(browser: Any, ui_process: RunningUI, shots: Shots) -> None:
+    page, problems = open_page(browser, PHONE)
+    for path, name in (
+        ("search?q=Redis%20分布式锁", "search-phone"),
+        ("dreaming", "dreaming-phone"),
+    ):
+        page.goto(ui_process.url + path)
+        page.locator("main h1, li.hit").first.wait_for()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"{path} scrolls sideways ({width}px)"
+        shots.take(page, name, full_page=False)
+    assert problems == []
