@@ -2,7 +2,9 @@
 
 :class:`ScriptedServer` records every request and answers from a queue that tests fill with
 ``enqueue()`` (status, body, headers, delay). With nothing queued it calls
-:meth:`ScriptedServer.default_answer`, which subclasses override to speak one wire format.
+:meth:`ScriptedServer.default_answer`, which subclasses override to speak one wire format. A body
+given as an :class:`EventStream` is sent as server-sent events, each written and flushed on its
+own (the connection closes after the last, as HTTP/1.0 does).
 :func:`run_server` starts it on a free port; :class:`SleepRecorder` stands in for
 ``time.sleep`` so retry tests never wait.
 """
@@ -40,6 +42,22 @@ PROVIDER_ENV = (
     "https_proxy",
     "all_proxy",
 )
+
+
+@dataclass
+class EventStream:
+    """A body of server-sent events: ``(event name or None, data)`` pairs; dict/list data is
+    sent as JSON, a str as it is."""
+
+    events: list[tuple[str | None, Any]]
+
+    def encoded(self) -> list[bytes]:
+        out = []
+        for name, data in self.events:
+            text = data if isinstance(data, str) else json.dumps(data)
+            head = f"event: {name}\n" if name else ""
+            out.append(f"{head}data: {text}\n\n".encode())
+        return out
 
 
 @dataclass
@@ -103,6 +121,9 @@ def _make_handler(app: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             answer = app.handle(self.path, headers, payload)
             if answer.delay:
                 time.sleep(answer.delay)
+            if isinstance(answer.body, EventStream):
+                self._send_events(answer)
+                return
             body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
             data = body.encode("utf-8")
             try:
@@ -115,6 +136,20 @@ def _make_handler(app: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test): nothing to answer
+
+        def _send_events(self, answer: ScriptedResponse) -> None:
+            try:
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                for chunk in answer.body.encoded():
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading (an interrupted reply)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output quiet

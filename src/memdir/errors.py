@@ -10,6 +10,7 @@ The tree::
     ├── ProviderError               an embedding/LLM provider failed
     │   ├── ProviderUnavailable     the provider cannot be used here (missing package, no key)
     │   └── ProviderResponseError   the provider answered wrongly (HTTP error, wrong dimension)
+    │       └── ToolsUnsupported    the chat server refused native tool definitions
     └── QueryError                  the search query cannot be used
 
 Each message says what went wrong and what to do next; the CLI prints it as one line.
@@ -47,7 +48,22 @@ class ProviderUnavailable(ProviderError):
 
 
 class ProviderResponseError(ProviderError):
-    """The provider answered, but wrongly (HTTP error, malformed body, wrong dimension)."""
+    """The provider answered, but wrongly (HTTP error, malformed body, wrong dimension).
+
+    Attributes:
+        status: the HTTP status of the answer, when there was one.
+        detail: the server's own words about the error (secrets removed), when there were any.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class ToolsUnsupported(ProviderResponseError):
+    """The chat server refused a request because of its tool definitions (the model or the
+    server has no native tool calling); the chat agent falls back to its text protocol."""
 
 
 class QueryError(MemdirError):
@@ -63,5 +79,6 @@ __all__ = [
     "ProviderResponseError",
     "ProviderUnavailable",
     "QueryError",
+    "ToolsUnsupported",
     "WorkspaceError",
 ]

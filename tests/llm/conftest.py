@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.http_server import PROVIDER_ENV, ScriptedServer, SleepRecorder, run_server
+from tests.http_server import PROVIDER_ENV, EventStream, ScriptedServer, SleepRecorder, run_server
 
 
 @pytest.fixture(autouse=True)
@@ -79,3 +79,95 @@ def chat_server() -> Iterator[ChatServer]:
 def sleeps() -> SleepRecorder:
     """An injectable sleep that records delays instead of waiting."""
     return SleepRecorder()
+
+
+def openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    """One streamed chat-completion chunk."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def openai_stream(*chunks: dict[str, Any], usage: tuple[int, int] | None = None) -> EventStream:
+    """An OpenAI SSE answer: ``chunks`` (see :func:`openai_chunk`), a usage-only chunk, [DONE]."""
+    events: list[tuple[str | None, Any]] = [(None, chunk) for chunk in chunks]
+    if usage:
+        events.append(
+            (
+                None,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
+                },
+            )
+        )
+    events.append((None, "[DONE]"))
+    return EventStream(events)
+
+
+def openai_text_stream(*pieces: str) -> EventStream:
+    """An OpenAI SSE answer writing ``pieces`` of text, then stopping."""
+    chunks = [openai_chunk({"role": "assistant", "content": ""})]
+    chunks += [openai_chunk({"content": piece}) for piece in pieces]
+    chunks.append(openai_chunk({}, "stop"))
+    return openai_stream(*chunks)
+
+
+def anthropic_stream(*blocks: tuple[str, Any], stop: str = "end_turn") -> EventStream:
+    """An Anthropic SSE answer. Each block is ``("text", [pieces])`` or
+    ``("tool_use", (id, name, [partial_json pieces]))``."""
+    events: list[tuple[str | None, Any]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 25, "output_tokens": 1},
+                },
+            },
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    for index, (kind, body) in enumerate(blocks):
+        if kind == "text":
+            start = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in body]
+        else:
+            call_id, name, pieces = body
+            start = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        )
+        events += [
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 17},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return EventStream(events)

@@ -2,7 +2,8 @@
 and the OpenAI-compatible chat LLM.
 
 - :func:`post_json` sends one JSON request and retries only what may pass on its own: HTTP 429,
-  HTTP 5xx, and connect/read timeouts. Backoff starts at 0.5 s and doubles up to 8 s with
+  HTTP 5xx, and connect/read timeouts; :func:`open_stream` does the same for a streamed answer
+  (retrying only before the answer starts). Backoff starts at 0.5 s and doubles up to 8 s with
   ±20 % jitter; a ``Retry-After`` header wins when present (capped at 8 s). Anything else fails
   at once with a message naming the endpoint, never the API key.
 - :class:`HTTPEmbedder` is the base of every remote embedder: batching by estimated tokens,
@@ -76,13 +77,77 @@ def post_json(
             exhausted on 429 / 5xx / timeouts.
         ProviderUnavailable: the server cannot be reached at all (connection refused, DNS).
     """
+    response = send_with_retries(
+        lambda: client.post(url, json=payload, headers=dict(headers), timeout=timeout),
+        where=f"{who} at {display_url(url)}",
+        headers=headers,
+        timeout=timeout,
+        max_retries=max_retries,
+        sleep=sleep,
+    )
+    return _decode(response, f"{who} at {display_url(url)}", headers)
+
+
+def open_stream(
+    client: httpx.Client,
+    url: str,
+    payload: Mapping[str, Any],
+    headers: Mapping[str, str],
+    *,
+    who: str,
+    timeout: float,
+    max_retries: int = 3,
+    sleep: Sleep = time.sleep,
+) -> httpx.Response:
+    """POST ``payload`` and return the open, streamed 2xx answer (the caller closes it).
+
+    Failures before the answer starts are retried as :func:`post_json` retries them; once it
+    has started, nothing is retried (part of it may have been shown already).
+
+    Raises:
+        ProviderResponseError, ProviderUnavailable: as :func:`post_json`.
+    """
+
+    def send() -> httpx.Response:
+        request = client.build_request(
+            "POST", url, json=payload, headers=dict(headers), timeout=timeout
+        )
+        return client.send(request, stream=True)
+
+    return send_with_retries(
+        send,
+        where=f"{who} at {display_url(url)}",
+        headers=headers,
+        timeout=timeout,
+        max_retries=max_retries,
+        sleep=sleep,
+    )
+
+
+def send_with_retries(
+    send: Callable[[], httpx.Response],
+    *,
+    where: str,
+    headers: Mapping[str, str],
+    timeout: float,
+    max_retries: int = 3,
+    sleep: Sleep = time.sleep,
+) -> httpx.Response:
+    """Call ``send`` until it gives a 2xx answer, retrying HTTP 429, 5xx and timeouts.
+
+    Raises:
+        ProviderResponseError: a 4xx other than 429 at once, or the tries are used up; its
+            ``status`` and ``detail`` hold the last answer's status and words.
+        ProviderUnavailable: the server cannot be reached at all (connection refused, DNS).
+    """
     tries = max(1, max_retries)
-    where = f"{who} at {display_url(url)}"
     last_problem = ""
+    status: int | None = None
+    snippet = ""
     for attempt in range(tries):
         retry_after: str | None = None
         try:
-            response = client.post(url, json=payload, headers=dict(headers), timeout=timeout)
+            response = send()
         except (httpx.ConnectTimeout, httpx.ReadTimeout):
             last_problem = "timed out"
         except httpx.TransportError as exc:
@@ -93,11 +158,19 @@ def post_json(
         else:
             status = response.status_code
             if status < 300:
-                return _decode(response, where, headers)
+                return response
+            try:
+                response.read()  # a streamed answer: its body is the error's detail
+            except httpx.HTTPError:
+                pass
+            finally:
+                response.close()
             snippet = _body_snippet(response, headers)
             if status != 429 and status < 500:
                 hint = " (check the API key)" if status in (401, 403) else ""
-                raise ProviderResponseError(f"{where}: HTTP {status}{hint}: {snippet}")
+                raise ProviderResponseError(
+                    f"{where}: HTTP {status}{hint}: {snippet}", status=status, detail=snippet
+                )
             last_problem = f"HTTP {status}: {snippet}" if snippet else f"HTTP {status}"
             retry_after = response.headers.get("retry-after")
         if attempt + 1 < tries:
@@ -105,7 +178,9 @@ def post_json(
     times = "1 try" if tries == 1 else f"{tries} tries"
     if last_problem == "timed out":
         raise ProviderResponseError(f"{where}: timed out after {times} ({timeout:g} s each)")
-    raise ProviderResponseError(f"{where}: gave up after {times}, last answer {last_problem}")
+    raise ProviderResponseError(
+        f"{where}: gave up after {times}, last answer {last_problem}", status=status, detail=snippet
+    )
 
 
 def retry_delay(attempt: int, retry_after: str | None = None) -> float:

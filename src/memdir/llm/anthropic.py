@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memdir.embeddings.http import display_url, is_local_url, normalize_base_url
 from memdir.errors import ProviderResponseError, ProviderUnavailable
+from memdir.llm.anthropic_wire import (
+    EventAssembler,
+    anthropic_tools,
+    reply_from_blocks,
+    to_anthropic_messages,
+)
 from memdir.llm.base import Message
+from memdir.llm.chat import ChatEvent, ChatReply, ReplyDone, ToolDefinition, check_tools_refusal
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -49,11 +56,12 @@ def import_sdk() -> Any:
 
 
 class AnthropicLLM:
-    """Chat with Claude through the Messages API.
+    """Chat with Claude through the Messages API, with native tools and streaming.
 
-    ``system`` messages inside the conversation join the system prompt; ``tool`` messages are
-    sent as user text marked as a tool result; consecutive messages of one role are merged,
-    since the API expects user and assistant turns to alternate.
+    Messages are mapped by :func:`~memdir.llm.anthropic_wire.to_anthropic_messages`: ``system``
+    messages join the system prompt, tool calls and results travel as ``tool_use`` /
+    ``tool_result`` blocks, and consecutive messages of one role are merged, since the API
+    expects user and assistant turns to alternate.
 
     Args:
         model: the model name; empty or None means ``$MEMDIR_LLM_MODEL``, then the default.
@@ -119,6 +127,68 @@ class AnthropicLLM:
         timeout: float | None = None,
     ) -> str:
         """Return Claude's reply to ``messages`` (see :class:`~memdir.llm.base.LLM`)."""
+        response = self._create(self._request(messages, system, (), max_tokens, timeout), ())
+        return self._reply_text(response)
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolDefinition] = (),
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+    ) -> ChatReply:
+        """The reply with its ``tool_use`` calls (see :class:`~memdir.llm.chat.ChatLLM`)."""
+        response = self._create(self._request(messages, system, tools, max_tokens, timeout), tools)
+        blocks = getattr(response, "content", None)
+        if not isinstance(blocks, list):
+            raise ProviderResponseError(f"{self._where}: the answer has no content list")
+        return reply_from_blocks(
+            blocks, getattr(response, "stop_reason", None), getattr(response, "usage", None)
+        )
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolDefinition] = (),
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[ChatEvent]:
+        """The reply as it is written (see :class:`~memdir.llm.chat.ChatLLM`), read from the
+        SDK's raw event stream (``messages.create(stream=True)``)."""
+        request = self._request(messages, system, tools, max_tokens, timeout)
+        request["stream"] = True
+        events = self._create(request, tools)
+        assembler = EventAssembler()
+        try:
+            for event in events:
+                yield from assembler.feed(event)
+        except self._sdk.APIError as exc:
+            raise self._translate(exc, timeout or self.timeout) from exc
+        except Exception as exc:
+            if not _is_transport_error(exc):
+                raise
+            raise ProviderResponseError(
+                f"{self._where}: the reply was cut off ({type(exc).__name__}: "
+                f"{self._scrub(str(exc))[:200]})"
+            ) from exc
+        finally:
+            close: Any = getattr(events, "close", None)
+            if callable(close):
+                close()  # also when the reader stopped early (Ctrl-C): drop the connection
+        yield ReplyDone(assembler.reply())
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        system: str | None,
+        tools: Sequence[ToolDefinition],
+        max_tokens: int | None,
+        timeout: float | None,
+    ) -> dict[str, Any]:
         system_text, wire = to_anthropic_messages(messages, system)
         request: dict[str, Any] = {
             "model": self.model,
@@ -127,17 +197,24 @@ class AnthropicLLM:
         }
         if system_text:
             request["system"] = system_text
+        if tools:
+            request["tools"] = anthropic_tools(tools)
         if timeout:
             request["timeout"] = timeout
+        return request
+
+    def _create(self, request: dict[str, Any], tools: Sequence[ToolDefinition]) -> Any:
         try:
-            response = self._client.messages.create(**request)
+            return self._client.messages.create(**request)
         except self._sdk.APIError as exc:
-            raise self._translate(exc, timeout or self.timeout) from exc
+            error = self._translate(exc, request.get("timeout") or self.timeout)
+            if isinstance(error, ProviderResponseError):
+                check_tools_refusal(error, tools)
+            raise error from exc
         except ValueError as exc:  # a body that is not JSON, or not the expected shape
             raise ProviderResponseError(
                 f"{self._where}: the answer cannot be read ({self._scrub(str(exc))[:200]})"
             ) from exc
-        return self._reply_text(response)
 
     def close(self) -> None:
         """Close the HTTP connections (the LLM cannot be used afterwards)."""
@@ -173,10 +250,14 @@ class AnthropicLLM:
             detail = self._scrub(" ".join(str(exc.message).split()))[:300]
             if status == 429 or status >= 500:
                 return ProviderResponseError(
-                    f"{self._where}: gave up after {tries}, last answer HTTP {status}: {detail}"
+                    f"{self._where}: gave up after {tries}, last answer HTTP {status}: {detail}",
+                    status=status,
+                    detail=detail,
                 )
             hint = " (check the API key)" if status in (401, 403) else ""
-            return ProviderResponseError(f"{self._where}: HTTP {status}{hint}: {detail}")
+            return ProviderResponseError(
+                f"{self._where}: HTTP {status}{hint}: {detail}", status=status, detail=detail
+            )
         return ProviderResponseError(f"{self._where}: {self._scrub(str(exc))}")
 
     def _reply_text(self, response: Any) -> str:
@@ -201,26 +282,7 @@ class AnthropicLLM:
         return text
 
 
-def to_anthropic_messages(
-    messages: Sequence[Message], system: str | None = None
-) -> tuple[str, list[dict[str, str]]]:
-    """Map chat messages to the Messages API: ``(system text, alternating turns)``.
-
-    Raises:
-        ValueError: no user or assistant message is left to send.
-    """
-    system_parts = [system] if system else []
-    wire: list[dict[str, str]] = []
-    for message in messages:
-        if message.role == "system":
-            system_parts.append(message.content)
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        text = f"[tool result]\n{message.content}" if message.role == "tool" else message.content
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"] += "\n\n" + text
-        else:
-            wire.append({"role": role, "content": text})
-    if not wire:
-        raise ValueError("an anthropic request needs at least one user or assistant message")
-    return "\n\n".join(system_parts), wire
+def _is_transport_error(exc: Exception) -> bool:
+    """An error of the HTTP layer under the SDK (a read timeout, a connection closed mid-reply),
+    whichever HTTP package the installed SDK uses."""
+    return type(exc).__module__.split(".")[0] in {"httpx", "httpx2", "httpcore"}

@@ -1,4 +1,7 @@
-"""The LLM protocol, the chat message type, and token counting.
+"""The LLM protocol, the chat message type (with native tool calls), and token counting.
+
+The chat agent's richer protocol (tool definitions, structured and streamed replies) builds on
+these in :mod:`memdir.llm.chat`.
 
 Token counts (SPEC §10) use the CJK-aware estimate of :func:`memdir.text.estimate_tokens`
 everywhere, unless ``tiktoken`` is installed *and* the encoding it would need is already in its
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 import sys
 import tempfile
@@ -32,16 +36,54 @@ REPLY_OVERHEAD = 3
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call a model asked for with the provider's native tool calling.
+
+    Attributes:
+        id: the provider's id of the call; its result must carry the same id back.
+        name: the tool's name.
+        arguments: the arguments as JSON text, exactly as the model wrote them (possibly not
+            valid JSON: the tool runner says so to the model rather than failing).
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a JSON object (empty text means ``{}``).
+
+        Raises:
+            ValueError: the text is not JSON, or not a JSON object; the message says which.
+        """
+        text = self.arguments.strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"the arguments are not valid JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"the arguments must be a JSON object, not {type(value).__name__}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One chat message.
 
     Attributes:
         role: ``user``, ``assistant``, ``system`` or ``tool``.
-        content: the text.
+        content: the text (an assistant message that only calls tools may have none).
+        tool_calls: native tool calls an assistant message asked for.
+        tool_call_id: for a ``tool`` message carrying a native tool result, the id of the call
+            it answers; empty for a tool result of the text protocol.
     """
 
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -50,6 +92,10 @@ class Message:
             )
         if not isinstance(self.content, str):
             raise TypeError(f"message content must be str, not {type(self.content).__name__}")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("only an assistant message can carry tool calls")
+        if self.tool_call_id and self.role != "tool":
+            raise ValueError("only a tool message can answer a tool call")
 
 
 @runtime_checkable
@@ -121,18 +167,28 @@ def count_tokens(text: str, model: str | None = None) -> int:
 
 
 def count_message_tokens(
-    messages: Sequence[Message], *, system: str | None = None, model: str | None = None
+    messages: Sequence[Message],
+    *,
+    system: str | None = None,
+    model: str | None = None,
+    tools_json: str = "",
 ) -> int:
     """Count the tokens a request with ``messages`` (and ``system``) costs.
 
-    Each message adds :data:`MESSAGE_OVERHEAD` tokens to its text, the request
-    :data:`REPLY_OVERHEAD` once.
+    Each message adds :data:`MESSAGE_OVERHEAD` tokens to its text (and to the name and
+    arguments of each tool call it carries), the request :data:`REPLY_OVERHEAD` once.
+    ``tools_json`` is the text of the tool definitions sent with the request, if any: they
+    take room in the context like the system prompt does.
     """
     total = REPLY_OVERHEAD
     if system:
         total += MESSAGE_OVERHEAD + count_tokens(system, model)
+    if tools_json:
+        total += MESSAGE_OVERHEAD + count_tokens(tools_json, model)
     for message in messages:
         total += MESSAGE_OVERHEAD + count_tokens(message.content, model)
+        for call in message.tool_calls:
+            total += MESSAGE_OVERHEAD + count_tokens(f"{call.name} {call.arguments}", model)
     return total
 
 

@@ -3,7 +3,10 @@
 That covers OpenAI itself, Ollama (``http://127.0.0.1:11434/v1``), vLLM, llama.cpp's server,
 LM Studio, DashScope and DeepSeek: ``POST {base_url}/chat/completions`` with
 ``{"model": …, "messages": [...]}``, answered with ``{"choices": [{"message": {"content": …}}]}``.
-Retries (429, 5xx, timeouts) and error messages come from :func:`memdir.embeddings.http.post_json`.
+The chat agent also sends ``tools`` and reads ``tool_calls``, streamed or not
+(:mod:`memdir.llm.openai_wire` has the formats). Retries (429, 5xx, timeouts) and error
+messages come from :func:`memdir.embeddings.http.post_json` and
+:func:`~memdir.embeddings.http.open_stream`.
 
 Where settings come from, first found wins:
 
@@ -20,13 +23,15 @@ Where settings come from, first found wins:
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from httpx_sse import EventSource
 
 from memdir.embeddings.http import (
     Sleep,
@@ -34,10 +39,26 @@ from memdir.embeddings.http import (
     endpoint_url,
     is_local_url,
     normalize_base_url,
+    open_stream,
     post_json,
 )
 from memdir.errors import ProviderResponseError, ProviderUnavailable
 from memdir.llm.base import Message
+from memdir.llm.chat import (
+    ChatEvent,
+    ChatReply,
+    ReplyDone,
+    TextDelta,
+    ToolCallStart,
+    ToolDefinition,
+    check_tools_refusal,
+)
+from memdir.llm.openai_wire import (
+    StreamAssembler,
+    openai_messages,
+    openai_tools,
+    parse_completion,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -124,6 +145,7 @@ class OpenAIChatLLM:
         )
         self._url = endpoint_url(self.base_url, "chat/completions")
         self._sleep = sleep
+        self._stream_usage = True  # ask for usage in the stream (stream_options)
         self._client = httpx.Client(transport=transport, timeout=timeout)
 
     def complete(
@@ -135,16 +157,79 @@ class OpenAIChatLLM:
         timeout: float | None = None,
     ) -> str:
         """Return the model's reply to ``messages`` (see :class:`~memdir.llm.base.LLM`)."""
-        wire: list[dict[str, str]] = []
-        if system:
-            wire.append({"role": "system", "content": system})
-        wire.extend({"role": m.role, "content": m.content} for m in messages)
+        body = self._post(self._payload(messages, system, (), max_tokens), timeout)
+        return parse_completion(body, self._where, self._scrub).text
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolDefinition] = (),
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+    ) -> ChatReply:
+        """The reply with its tool calls (see :class:`~memdir.llm.chat.ChatLLM`)."""
+        payload = self._payload(messages, system, tools, max_tokens)
+        try:
+            body = self._post(payload, timeout)
+        except ProviderResponseError as exc:
+            check_tools_refusal(exc, tools)
+            raise
+        return parse_completion(body, self._where, self._scrub)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolDefinition] = (),
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[ChatEvent]:
+        """The reply as it is written (see :class:`~memdir.llm.chat.ChatLLM`): server-sent
+        events, ``stream: true``; usage is asked for with ``stream_options`` unless the server
+        refused that once."""
+        payload = self._payload(messages, system, tools, max_tokens)
+        payload["stream"] = True
+        if self._stream_usage:
+            payload["stream_options"] = {"include_usage": True}
+        try:
+            response = self._open_stream(payload, timeout)
+        except ProviderResponseError as exc:
+            if not (self._stream_usage and "stream_options" in exc.detail):
+                check_tools_refusal(exc, tools)
+                raise
+            self._stream_usage = False  # an older server: ask again without it
+            del payload["stream_options"]
+            try:
+                response = self._open_stream(payload, timeout)
+            except ProviderResponseError as again:
+                check_tools_refusal(again, tools)
+                raise
+        try:
+            yield from self._read_stream(response, timeout or self.timeout)
+        finally:
+            response.close()  # also when the reader stopped early (Ctrl-C)
+
+    def _payload(
+        self,
+        messages: Sequence[Message],
+        system: str | None,
+        tools: Sequence[ToolDefinition],
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": wire,
+            "messages": openai_messages(messages, system),
             self._tokens_field: max_tokens or self.max_output_tokens,
         }
-        body = post_json(
+        if tools:
+            payload["tools"] = openai_tools(tools)
+        return payload
+
+    def _post(self, payload: dict[str, Any], timeout: float | None) -> Any:
+        return post_json(
             self._client,
             self._url,
             payload,
@@ -154,7 +239,55 @@ class OpenAIChatLLM:
             max_retries=self.max_retries,
             sleep=self._sleep,
         )
-        return self._reply_text(body)
+
+    def _open_stream(self, payload: dict[str, Any], timeout: float | None) -> httpx.Response:
+        return open_stream(
+            self._client,
+            self._url,
+            payload,
+            self._headers,
+            who="openai chat",
+            timeout=timeout or self.timeout,
+            max_retries=self.max_retries,
+            sleep=self._sleep,
+        )
+
+    def _read_stream(self, response: httpx.Response, timeout: float) -> Iterator[ChatEvent]:
+        assembler = StreamAssembler(self._where)
+        try:
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                # The server ignored stream=true and answered in one piece.
+                reply = parse_completion(json.loads(response.read()), self._where, self._scrub)
+                if reply.text:
+                    yield TextDelta(reply.text)
+                yield from (ToolCallStart(c.id, c.name) for c in reply.tool_calls)
+                yield ReplyDone(reply)
+                return
+            finished = False
+            for event in EventSource(response).iter_sse():
+                data = event.data.strip()
+                if data == "[DONE]":
+                    finished = True
+                    break
+                if data:
+                    yield from assembler.feed(json.loads(data))
+            if not finished and assembler.reply().stop_reason is None:
+                raise ProviderResponseError(
+                    f"{self._where}: the reply was cut off (the stream ended without [DONE])"
+                )
+        except ValueError as exc:  # a chunk that is not JSON (json and SSE errors both are)
+            raise ProviderResponseError(
+                f"{self._where}: a streamed chunk cannot be read ({self._scrub(str(exc))[:200]})"
+            ) from exc
+        except httpx.ReadTimeout as exc:
+            raise ProviderResponseError(
+                f"{self._where}: the reply stopped arriving for {timeout:g} s"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderResponseError(
+                f"{self._where}: the reply was cut off ({type(exc).__name__})"
+            ) from exc
+        yield ReplyDone(assembler.reply())
 
     def close(self) -> None:
         """Close the HTTP connections (the LLM cannot be used afterwards)."""
@@ -169,32 +302,9 @@ class OpenAIChatLLM:
     def __repr__(self) -> str:
         return f"OpenAIChatLLM(base_url={display_url(self.base_url)!r}, model={self.model!r})"
 
-    def _reply_text(self, body: Any) -> str:
-        where = f"openai chat at {display_url(self._url)} ({self.model})"
-        if not isinstance(body, dict):
-            raise ProviderResponseError(f"{where}: the answer is not a JSON object")
-        choices = body.get("choices")
-        if not isinstance(choices, list) or not choices:
-            error = body.get("error")
-            detail = f": {self._scrub(_error_message(error))}" if error else ""
-            raise ProviderResponseError(f"{where}: the answer has no choices{detail}")
-        first = choices[0]
-        message = first.get("message") if isinstance(first, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            # Some servers answer with content parts: [{"type": "text", "text": "…"}, …].
-            parts = [
-                part["text"]
-                for part in content
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-            ]
-            if parts:
-                return "".join(parts)
-        reason = first.get("finish_reason") if isinstance(first, dict) else None
-        because = f" (finish_reason {reason!r})" if reason else ""
-        raise ProviderResponseError(f"{where}: the first choice has no text{because}")
+    @property
+    def _where(self) -> str:
+        return f"openai chat at {display_url(self._url)} ({self.model})"
 
     def _scrub(self, text: str) -> str:
         """``text`` with the API key replaced, should a server have echoed it."""
@@ -224,9 +334,3 @@ def _may_run_without_key(url: str) -> bool:
     except ValueError:
         return False
     return address.is_private or address.is_loopback or address.is_link_local
-
-
-def _error_message(error: Any) -> str:
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return str(error["message"])[:200]
-    return str(error)[:200]
