@@ -191,13 +191,20 @@ def build_system_prompt(
     private: bool,
     daily_notes: str = "",
     max_tool_calls: int = 4,
+    native_tools: bool = False,
 ) -> str:
     """The system prompt: the chat instructions, the bootstrap files and the session-start daily
-    notes, in that order."""
+    notes, in that order.
+
+    ``native_tools`` describes the memory tools for native tool calling (their definitions go
+    with each request); otherwise the instructions teach the text protocol's JSON line.
+    """
     files = bootstrap_sections(workspace, private=private)
     names = {name for name, _ in files}
+    tools = load_prompt("chat_tools_native" if native_tools else "chat_tools_text")
     preamble = (
         load_prompt("chat")
+        .replace("{{tools_section}}", tools.strip())
         .replace("{{user_file}}", ", USER.md" if "USER.md" in names else "")
         .replace("{{memory_file}}", f" and {MEMORY_FILE}" if MEMORY_FILE in names else "")
         .replace("{{max_tool_calls}}", str(max_tool_calls))

@@ -6,38 +6,59 @@ Each user message goes through, in order:
    block, sent with this message only);
 2. upkeep: a memory flush once the request passes the flush threshold (once per compaction
    cycle), then a compaction once it passes the budget (the flush always comes first);
-3. the model call, with up to :data:`~memdir.agent.tools.MAX_TOOL_CALLS` tool calls.
+3. the model call, streamed when asked, with up to :data:`~memdir.agent.turn.MAX_TOOL_ROUNDS`
+   rounds of tool calls.
+
+Tools are called natively when the model can (:class:`~memdir.llm.chat.ChatLLM`: OpenAI
+``tools`` / Anthropic ``tool_use``, parallel calls included). A server that refuses tool
+definitions is confirmed with one minimal request, remembered
+(:mod:`memdir.llm.tool_support`), and the agent falls back to the text protocol of
+:mod:`memdir.agent.tools`, whose request line it also honours in a native reply (a model that
+writes its calls as text, a session resumed from before native tools).
 
 ``/new`` flushes, archives the session, extracts durable items and starts a new session;
 ``/compact`` flushes and compacts now; ``/remember TEXT`` extracts from TEXT (falling back to the
-daily log); ``/status`` reports; ``/quit`` extracts and ends. A provider failure is reported
-and never loses the history.
+daily log); ``/search QUERY`` searches memory without the model; ``/status`` reports; ``/quit``
+extracts and ends. A provider failure is reported and never loses the history; Ctrl-C during a
+streamed reply keeps what was shown, marked as interrupted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import contextlib
+from typing import Literal
 
 from memdir.agent.context import (
     Recall,
     build_system_prompt,
     daily_notes_block,
     recall_for,
-    summary_message,
     with_recall,
 )
 from memdir.agent.session import Session
 from memdir.agent.tools import (
-    MAX_TOOL_CALLS,
+    ToolRequest,
     describe_result,
     find_tool_request,
     run_tool,
+    tool_definitions,
     tool_message,
 )
+from memdir.agent.turn import (
+    INTERRUPTED_MARK,
+    LAST_ROUND_NOTE,
+    MAX_TOOL_ROUNDS,
+    Answer,
+    ModelCaller,
+    Output,
+    QuietListener,
+    TurnListener,
+    run_native_calls,
+)
+from memdir.agent.wire import native_wire, text_wire
 from memdir.clock import now
 from memdir.config import LLMConfig
-from memdir.errors import MemdirError
+from memdir.errors import MemdirError, ToolsUnsupported
 from memdir.lifecycle.archive import archive_session
 from memdir.lifecycle.capture import AutoCapture
 from memdir.lifecycle.compact import (
@@ -48,36 +69,21 @@ from memdir.lifecycle.compact import (
 )
 from memdir.lifecycle.flush import flush_due, flush_threshold, run_memory_flush
 from memdir.llm.base import LLM, Message, count_message_tokens
+from memdir.llm.chat import ChatLLM, ToolDefinition, tools_json
+from memdir.llm.tool_support import forget_refusal, refusal_for, remember_refusal
 from memdir.memory import Memory
+
+ToolMode = Literal["auto", "native", "text"]
+
+__all__ = ["HELP", "ChatAgent", "Output", "ToolMode"]
 
 HELP = """\
 /new            archive this session, save what matters, start a new one
 /compact        summarise the older turns now
 /remember TEXT  save TEXT to long-term memory
-/status         tokens, compactions, memory index
+/search QUERY   search memory yourself (the model is not asked)
+/status         tokens, compactions, memory index, tool calling
 /quit           save what matters and leave (Ctrl-D too)"""
-_LAST_CALL_NOTE = "\n(That was the last tool call allowed for this message: answer now.)"
-
-
-@dataclass
-class Output:
-    """What one line of input produced.
-
-    Attributes:
-        text: the assistant's reply, or a command's output.
-        notes: lifecycle events and warnings (capture, flush, compaction, archive…).
-        tools: one line per tool call.
-        tokens_sent: tokens of the largest request sent to the model for this line.
-        error: what failed (the history is kept).
-        quit: the session ended.
-    """
-
-    text: str = ""
-    notes: list[str] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)
-    tokens_sent: int = 0
-    error: str | None = None
-    quit: bool = False
 
 
 class ChatAgent:
@@ -91,6 +97,10 @@ class ChatAgent:
         recall: inject ``<relevant-memories>`` for each message.
         capture: auto-capture trigger messages to the daily log.
         source: recorded in session archives.
+        stream: stream replies (to the listener given to :meth:`handle`) when the model can.
+        tools: ``auto`` calls tools natively unless this server refused them before (then the
+            text protocol); ``native`` always tries native calls (and forgets a remembered
+            refusal once they work); ``text`` always uses the text protocol.
     """
 
     def __init__(
@@ -103,6 +113,8 @@ class ChatAgent:
         recall: bool = True,
         capture: bool = True,
         source: str = "memdir chat",
+        stream: bool = False,
+        tools: ToolMode = "auto",
     ) -> None:
         config = llm_config if llm_config is not None else memory.config.llm
         self.memory = memory
@@ -115,12 +127,29 @@ class ChatAgent:
         self.recall_enabled = recall
         self.capture_enabled = capture
         self.source = source
+        self.stream = stream
+        self.tools_setting: ToolMode = tools
+        #: Why native tool calls are not used ("" when they are).
+        self.text_protocol_reason = self._text_protocol_reason()
+        self._forget_refusal = tools == "native" and refusal_for(llm) is not None
         self.session = session or self._new_session()
         #: The outcome of the last compaction attempt (None: nothing was attempted).
         self.last_compaction: CompactionResult | None = None
+        #: What the last line of input produced (for a status line).
+        self.last_output: Output | None = None
         self._begin()
 
     # -- the context ------------------------------------------------------------------------
+
+    @property
+    def native_tools(self) -> bool:
+        """Tools are called natively (not through the text protocol)."""
+        return not self.text_protocol_reason
+
+    @property
+    def tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        """The tools sent with each chat request (none with the text protocol)."""
+        return tool_definitions(private=self.private) if self.native_tools else ()
 
     @property
     def system_prompt(self) -> str:
@@ -128,30 +157,48 @@ class ChatAgent:
             self.memory.workspace,
             private=self.private,
             daily_notes=self.daily_notes,
-            max_tool_calls=MAX_TOOL_CALLS,
+            max_tool_calls=MAX_TOOL_ROUNDS,
+            native_tools=self.native_tools,
         )
 
     def context_messages(self) -> list[Message]:
-        """The conversation as sent to the model: the compaction summary (if any), then the
-        history, tool results travelling as user messages."""
-        return _wire(self.session.history, self.session.summary)
+        """The conversation as the chat request sends it: the compaction summary (if any), then
+        the history, tool calls native or as text (see :mod:`memdir.agent.wire`)."""
+        wire = native_wire if self.native_tools else text_wire
+        return wire(self.session.history, self.session.summary)
 
     def context_tokens(self, extra: str = "") -> int:
-        """Tokens of the request the history makes now (plus ``extra`` text)."""
+        """Tokens of the request the history makes now (plus ``extra`` text), tool definitions
+        included."""
         wire = self.context_messages()
         if extra:
             wire.append(Message("user", extra))
-        return count_message_tokens(wire, system=self.system_prompt, model=self.llm.model)
+        return count_message_tokens(
+            wire,
+            system=self.system_prompt,
+            model=self.llm.model,
+            tools_json=tools_json(self.tool_definitions),
+        )
 
     # -- input ------------------------------------------------------------------------------
 
-    def handle(self, line: str) -> Output:
-        """Run one line of input: a slash command or a message to the model."""
+    def handle(self, line: str, listener: TurnListener | None = None) -> Output:
+        """Run one line of input: a slash command or a message to the model.
+
+        ``listener`` is told the reply and the notes as they come (see
+        :class:`~memdir.agent.turn.TurnListener`); the returned :class:`Output` holds them all.
+        """
+        out = self._handle(line, listener or QuietListener())
+        self.last_output = out
+        return out
+
+    def _handle(self, line: str, listener: TurnListener) -> Output:
         text = line.strip()
         if not text:
             return Output()
         if not text.startswith("/") or text.startswith("//"):
-            return self.send(text.removeprefix("/") if text.startswith("//") else text)
+            message = text.removeprefix("/") if text.startswith("//") else text
+            return self.send(message, listener)
         command, _, argument = text.partition(" ")
         command = command.lower()
         if command in ("/quit", "/exit", "/q"):
@@ -164,63 +211,223 @@ class ChatAgent:
             if not argument.strip():
                 return Output(error="usage: /remember TEXT")
             return Output(notes=self.remember(argument.strip()))
+        if command == "/search":
+            if not argument.strip():
+                return Output(error="usage: /search QUERY")
+            return self.search(argument.strip())
         if command == "/status":
             return Output("\n".join(self.status_lines()))
         if command in ("/help", "/?"):
             return Output(HELP)
         return Output(error=f"unknown command {command}: try /help")
 
-    def send(self, text: str) -> Output:
+    def send(self, text: str, listener: TurnListener | None = None) -> Output:
         """Send a user message; returns the reply, tool calls and lifecycle notes."""
+        listener = listener or QuietListener()
         out = Output()
         # Recall first: the message must not be recalled as its own memory once captured.
         recall = recall_for(self.memory, text) if self.recall_enabled else Recall("", ())
         if recall.warning:
-            out.notes.append(recall.warning)
+            self._note(out, listener, recall.warning)
         if self.capture is not None:
             captured = self.capture.consider(text, now=now())
             if captured is not None and captured.written:
-                out.notes.append(f"captured to {captured.citation}")
+                self._note(out, listener, f"captured to {captured.citation}")
         self.session.add(Message("user", text))
-        out.notes.extend(self._upkeep(recall.block))
-        self._run_turn(text, recall, out)
+        for note in self._upkeep(recall.block):
+            self._note(out, listener, note)
+        self._run_turn(text, recall, out, listener)
         return out
+
+    def search(self, query: str) -> Output:
+        """``/search QUERY``: the hits, as memory_search would give them to the model."""
+        result = run_tool(self.memory, ToolRequest("memory_search", {"query": query}, ""))
+        if "error" in result:
+            return Output(error=str(result["error"]))
+        lines = [
+            f"{hit['citation']}  ({hit['score']:.2f})\n    {' '.join(hit['snippet'].split())}"
+            for hit in result.get("results", [])
+        ]
+        return Output(
+            "\n".join(lines) or "no results", notes=[str(w) for w in result.get("warnings", [])]
+        )
 
     # -- the turn ---------------------------------------------------------------------------
 
-    def _run_turn(self, text: str, recall: Recall, out: Output) -> None:
+    def _run_turn(self, text: str, recall: Recall, out: Output, listener: TurnListener) -> None:
+        caller = ModelCaller(
+            self.llm, out, listener, stream=self.stream, max_tokens=self.max_output_tokens
+        )
+        rounds = 0
+        wire = self._turn_wire(text, recall)
+        try:
+            while True:
+                try:
+                    answer = caller.call(wire, self.system_prompt, self.tool_definitions)
+                except ToolsUnsupported as exc:
+                    if not self._fall_back(exc, wire, out, listener):
+                        return
+                    wire = self._turn_wire(text, recall)
+                    continue
+                except MemdirError as exc:
+                    out.error = f"the model failed, your message is kept: {exc}"
+                    return
+                self._native_tools_work()
+                if answer.interrupted:
+                    self._keep_interrupted(answer.reply.text, out)
+                    return
+                reply = answer.reply
+                request = None if reply.tool_calls else find_tool_request(reply.text)
+                if not reply.tool_calls and request is None:
+                    out.text = reply.text.strip()
+                    self.session.add(Message("assistant", out.text))
+                    return
+                if rounds >= MAX_TOOL_ROUNDS:
+                    self._stop_at_the_cap(reply.text, request, out, listener)
+                    return
+                rounds += 1
+                wire.extend(self._tool_round(answer, request, rounds, out, listener))
+        except KeyboardInterrupt:
+            self._keep_interrupted("", out)
+
+    def _turn_wire(self, text: str, recall: Recall) -> list[Message]:
+        """The request for this turn: the context with the message's recall block added."""
         wire = self.context_messages()
         wire[-1] = Message("user", with_recall(text, recall))
-        system = self.system_prompt
-        calls = 0
-        while True:
-            tokens = count_message_tokens(wire, system=system, model=self.llm.model)
-            out.tokens_sent = max(out.tokens_sent, tokens)
-            try:
-                reply = self.llm.complete(wire, system=system, max_tokens=self.max_output_tokens)
-            except MemdirError as exc:
-                out.error = f"the model failed, your message is kept: {exc}"
-                return
-            request = find_tool_request(reply)
-            if request is None:
-                break
-            if calls >= MAX_TOOL_CALLS:
-                reply = request.before or (
-                    f"(Stopped: the model asked for more than {MAX_TOOL_CALLS} tool calls.)"
-                )
-                break
-            calls += 1
-            result = run_tool(self.memory, request)
-            out.tools.append(describe_result(request.name or "tool", result))
-            content = tool_message(request.name or "tool", result)
-            if calls == MAX_TOOL_CALLS:
-                content += _LAST_CALL_NOTE
-            asked, answered = Message("assistant", reply.strip()), Message("tool", content)
-            self.session.add(asked)
-            self.session.add(answered)
-            wire.extend([asked, Message("user", answered.content)])
-        out.text = reply.strip()
+        return wire
+
+    def _tool_round(
+        self,
+        answer: Answer,
+        request: ToolRequest | None,
+        rounds: int,
+        out: Output,
+        listener: TurnListener,
+    ) -> list[Message]:
+        """Run the reply's tool calls; add them and their results to the history; return the
+        messages that continue the request."""
+        reply = answer.reply
+        last = rounds == MAX_TOOL_ROUNDS
+        if reply.tool_calls:
+            results = run_native_calls(
+                self.memory, reply.tool_calls, out, listener, last_round=last
+            )
+            asked = reply.message()
+            for message in (asked, *results):
+                self.session.add(message)
+            return [asked, *results]
+        assert request is not None
+        result = run_tool(self.memory, request)
+        line = describe_result(request.name or "tool", result)
+        out.tools.append(line)
+        listener.tool_result(line)
+        content = tool_message(request.name or "tool", result) + (LAST_ROUND_NOTE if last else "")
+        asked, answered = Message("assistant", reply.text.strip()), Message("tool", content)
+        self.session.add(asked)
+        self.session.add(answered)
+        return [asked, Message("user", content)]
+
+    def _stop_at_the_cap(
+        self, text: str, request: ToolRequest | None, out: Output, listener: TurnListener
+    ) -> None:
+        """The model wants tools again after the last round allowed: keep its words only."""
+        stop = f"(Stopped: the model asked for more than {MAX_TOOL_ROUNDS} tool calls.)"
+        words = request.before if request is not None else text.strip()
+        out.text = words or stop
+        if words:
+            self._note(out, listener, stop.strip("()"))
+        else:
+            listener.text(stop)
         self.session.add(Message("assistant", out.text))
+
+    def _keep_interrupted(self, shown: str, out: Output) -> None:
+        """Ctrl-C: answer any tool call left open, then keep what was shown, marked."""
+        self._close_open_calls()
+        shown = shown.rstrip()
+        out.text = shown
+        out.interrupted = True
+        marked = f"{shown}\n\n{INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
+        self.session.add(Message("assistant", marked), interrupted=True)
+
+    def _close_open_calls(self) -> None:
+        """Give every native call of the last round a result (providers refuse a history with a
+        call left unanswered)."""
+        history = self.session.history
+        last = next((i for i in range(len(history) - 1, -1, -1) if history[i].tool_calls), None)
+        if last is None:
+            return
+        answered = {m.tool_call_id for m in history[last + 1 :] if m.tool_call_id}
+        for call in history[last].tool_calls:
+            if call.id not in answered:
+                error = '{"error": "the user interrupted the reply before this result was kept"}'
+                self.session.add(Message("tool", error, tool_call_id=call.id))
+
+    def _fall_back(
+        self, exc: ToolsUnsupported, wire: list[Message], out: Output, listener: TurnListener
+    ) -> bool:
+        """The server refused tools: confirm it, remember it and switch to the text protocol.
+        False (with ``out.error`` set) when the turn cannot go on."""
+        if self.tools_setting == "native":
+            out.error = (
+                f"the server refused native tools, your message is kept: {exc} (leave out "
+                "--tools native to fall back to the text protocol)"
+            )
+            return False
+        if any(m.tool_calls or m.tool_call_id for m in wire) and not self._refuses_tools():
+            # An error about this conversation's tool history, not about tools as such.
+            out.error = f"the model failed, your message is kept: {exc}"
+            return False
+        reason = exc.detail or str(exc)
+        self.text_protocol_reason = f"the server refused native tools: {reason}"
+        note = (
+            f"the server refused native tool calls ({' '.join(reason.split())[:120]}): using "
+            "the text protocol"
+        )
+        try:
+            remember_refusal(self.llm, reason, now=now())
+        except MemdirError as error:
+            note += f" (not remembered: {error})"
+        else:
+            note += ", remembered for this model (see `memdir status`)"
+        self._note(out, listener, note)
+        return True
+
+    def _refuses_tools(self) -> bool:
+        """One minimal request with tools: does the server refuse them as such?"""
+        if not isinstance(self.llm, ChatLLM):
+            return False
+        try:
+            self.llm.chat(
+                [Message("user", "ping")], tools=tool_definitions(private=False), max_tokens=1
+            )
+        except ToolsUnsupported:
+            return True
+        except MemdirError:
+            return False
+        return False
+
+    def _native_tools_work(self) -> None:
+        """After a request with native tools went through under ``--tools native``: forget the
+        refusal remembered for this model."""
+        if self._forget_refusal and self.native_tools:
+            self._forget_refusal = False
+            with contextlib.suppress(MemdirError):
+                forget_refusal(self.llm)
+
+    def _text_protocol_reason(self) -> str:
+        if self.tools_setting == "text":
+            return "--tools text"
+        if not isinstance(self.llm, ChatLLM):
+            return f"the {self.llm.name} provider has no native tool calling"
+        refusal = refusal_for(self.llm) if self.tools_setting == "auto" else None
+        if refusal is not None:
+            return f"the server refused native tools on {refusal.since[:10]}: {refusal.reason}"
+        return ""
+
+    @staticmethod
+    def _note(out: Output, listener: TurnListener, line: str) -> None:
+        out.notes.append(line)
+        listener.note(line)
 
     def _upkeep(self, extra: str) -> list[str]:
         """Flush and compact as the size of the coming request requires."""
@@ -243,7 +450,9 @@ class ChatAgent:
     def _flush(self) -> list[str]:
         result = run_memory_flush(
             self.memory.workspace,
-            self.context_messages(),
+            # As text: the flush sends no tool definitions, and Anthropic refuses tool blocks
+            # in a request without them.
+            text_wire(self.session.history, self.session.summary),
             self.llm,
             now=now(),
             system=self.system_prompt,
@@ -350,6 +559,12 @@ class ChatAgent:
             f"{'yes' if session.flushed_this_cycle else 'no'}",
             f"captured  {captured} this session",
             f"model     {self.llm.name} / {self.llm.model}",
+            "tools     "
+            + (
+                "native tool calls" + (", streamed replies" if self.stream else "")
+                if self.native_tools
+                else f"text protocol ({self.text_protocol_reason})"
+            ),
             f"memory    {info['files']} files, {info['chunks']} chunks, {info['mode']}",
         ]
 
@@ -367,7 +582,8 @@ class ChatAgent:
         return [
             m
             for m in self.session.dialogue
-            if m.role == "user" or (m.role == "assistant" and find_tool_request(m.content) is None)
+            if m.role == "user"
+            or (m.role == "assistant" and not m.tool_calls and find_tool_request(m.content) is None)
         ]
 
     def _extract_session(self) -> list[str]:
@@ -388,11 +604,3 @@ class ChatAgent:
                 f"saved {len(written)} item(s) to memory: " + ", ".join(r.citation for r in written)
             )
         return notes
-
-
-def _wire(messages: Sequence[Message], summary: str | None = None) -> list[Message]:
-    """Messages as sent to the model: tool results travel as user messages (every provider
-    accepts those, with or without native tool support), after the summary if there is one."""
-    wire = [summary_message(summary)] if summary else []
-    wire.extend(Message("user", m.content) if m.role == "tool" else m for m in messages)
-    return wire

@@ -2,8 +2,11 @@
 
 The transcript is append-only machine state (not a memory file): a ``session`` header, then one
 record per ``message``, and a ``compaction`` record whenever older turns were replaced by a
-summary (it holds the summary and how many trailing messages were kept). Replaying the records
-rebuilds the live history, so a session can be resumed or compacted later (``memdir compact``).
+summary (it holds the summary and how many trailing messages were kept). A message record may
+carry the native ``tool_calls`` of an assistant message (``id``, ``name``, ``arguments``), the
+``tool_call_id`` a tool result answers, and ``interrupted: true`` for a reply the user stopped.
+Replaying the records rebuilds the live history, so a session can be resumed or compacted
+later (``memdir compact``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from memdir import clock
 from memdir.errors import MemdirError, WorkspaceError
-from memdir.llm.base import ROLES, Message
+from memdir.llm.base import ROLES, Message, ToolCall
 
 SESSIONS_DIR = "sessions"
 FORMAT_VERSION = 1
@@ -126,10 +129,21 @@ class Session:
         session.live_bytes = 0
         return session
 
-    def add(self, message: Message) -> None:
-        """Append a message to the history and the transcript."""
+    def add(self, message: Message, *, interrupted: bool = False) -> None:
+        """Append a message to the history and the transcript (``interrupted``: a reply the
+        user stopped, kept as far as it was shown)."""
         self._remember(message)
-        self._append({"type": "message", "role": message.role, "content": message.content})
+        record: dict[str, Any] = {"type": "message", "role": message.role}
+        record["content"] = message.content
+        if message.tool_calls:
+            record["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+            ]
+        if message.tool_call_id:
+            record["tool_call_id"] = message.tool_call_id
+        if interrupted:
+            record["interrupted"] = True
+        self._append(record)
 
     def _remember(self, message: Message) -> None:
         self.history.append(message)
@@ -205,7 +219,7 @@ def _replay(session: Session | None, record: Any, session_id: str, path: Path) -
     if session is None:
         return None
     if kind == "message" and record.get("role") in ROLES and isinstance(record.get("content"), str):
-        session._remember(Message(record["role"], record["content"]))
+        session._remember(_message(record))
     elif kind == "compaction" and isinstance(record.get("summary"), str):
         kept = int(record.get("kept") or 0)
         session.history = session.history[len(session.history) - kept :] if kept else []
@@ -217,3 +231,20 @@ def _replay(session: Session | None, record: Any, session_id: str, path: Path) -
     elif kind == "extraction":
         session.extracted_turns = session.user_turns
     return session
+
+
+def _message(record: dict[str, Any]) -> Message:
+    """A message record back as a :class:`Message`; malformed tool fields are dropped."""
+    role = record["role"]
+    calls = tuple(
+        ToolCall(str(c["id"]), str(c["name"]), str(c.get("arguments") or "{}"))
+        for c in record.get("tool_calls") or []
+        if isinstance(c, dict) and c.get("id") and c.get("name")
+    )
+    call_id = record.get("tool_call_id")
+    return Message(
+        role,
+        record["content"],
+        tool_calls=calls if role == "assistant" else (),
+        tool_call_id=str(call_id) if call_id and role == "tool" else "",
+    )

@@ -172,3 +172,55 @@ _RUNNERS: dict[str, Callable[[Memory, Mapping[str, Any]], dict[str, Any]]] = {
     "memory_get": _get,
     "memory_write": _write,
 }
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A memory tool as the chat agent offers it to a model with native tool calling."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+def tool_definitions(*, private: bool) -> tuple[ToolSpec, ...]:
+    """The memory tools for native tool calling (a shared session cannot write MEMORY.md)."""
+    write_properties: dict[str, Any] = {"text": {"type": "string"}}
+    if private:
+        write_properties["target"] = {"type": "string", "enum": ["daily", "memory"]}
+        write_properties["section"] = {
+            "type": "string",
+            "enum": ["preferences", "decisions", "lessons", "facts", "todos"],
+        }
+    return (
+        ToolSpec(
+            "memory_search",
+            "Search the memory notes; returns snippets with a citation path#Lstart-Lend.",
+            {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS},
+                },
+                "required": ["query"],
+            },
+        ),
+        ToolSpec(
+            "memory_get",
+            "Read a memory note, or the lines around a search hit.",
+            {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "from": {"type": "integer", "minimum": 1},
+                    "lines": {"type": "integer", "minimum": 1},
+                },
+                "required": ["path"],
+            },
+        ),
+        ToolSpec(
+            "memory_write",
+            "Save one short, self-contained fact to memory.",
+            {"type": "object", "properties": write_properties, "required": ["text"]},
+        ),
+    )

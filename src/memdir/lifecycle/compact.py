@@ -150,6 +150,8 @@ def render_transcript(messages: Sequence[Message]) -> str:
         text = message.content
         if message.role == "tool" and len(text) > TOOL_RESULT_CHARS:
             text = text[:TOOL_RESULT_CHARS] + " […]"
+        calls = [f"[tool call] {call.name} {call.arguments}" for call in message.tool_calls]
+        text = "\n".join(part for part in (text, *calls) if part)
         blocks.append(f"{message.role}: {text}")
     return "\n\n".join(blocks)
 
