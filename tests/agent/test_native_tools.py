@@ -298,7 +298,7 @@ def test_an_llm_without_the_chat_protocol_uses_the_text_protocol(memory):
             return "plain answer"
 
     agent = ChatAgent(memory, OnlyComplete(), llm_config=SMALL, recall=False, capture=False)
-    assert not agent.native_tools and "no native tool calling" in agent.text_protocol_reason
+    assert not agent.native_tools and "no native tool calling" in agent.tool_calling.text_reason
     assert agent.handle("hi").text == "plain answer"
 
 

@@ -25,9 +25,6 @@ streamed reply keeps what was shown, marked as interrupted.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Literal
-
 from memdir.agent.context import (
     Recall,
     build_system_prompt,
@@ -36,6 +33,7 @@ from memdir.agent.context import (
     with_recall,
 )
 from memdir.agent.session import Session
+from memdir.agent.tool_mode import ToolCalling, ToolMode
 from memdir.agent.tools import (
     ToolRequest,
     describe_result,
@@ -69,11 +67,8 @@ from memdir.lifecycle.compact import (
 )
 from memdir.lifecycle.flush import flush_due, flush_threshold, run_memory_flush
 from memdir.llm.base import LLM, Message, count_message_tokens
-from memdir.llm.chat import ChatLLM, ToolDefinition, tools_json
-from memdir.llm.tool_support import forget_refusal, refusal_for, remember_refusal
+from memdir.llm.chat import ToolDefinition, tools_json
 from memdir.memory import Memory
-
-ToolMode = Literal["auto", "native", "text"]
 
 __all__ = ["HELP", "ChatAgent", "Output", "ToolMode"]
 
@@ -128,10 +123,8 @@ class ChatAgent:
         self.capture_enabled = capture
         self.source = source
         self.stream = stream
-        self.tools_setting: ToolMode = tools
-        #: Why native tool calls are not used ("" when they are).
-        self.text_protocol_reason = self._text_protocol_reason()
-        self._forget_refusal = tools == "native" and refusal_for(llm) is not None
+        #: How tools are called (native or text protocol, and why).
+        self.tool_calling = ToolCalling(llm, tools)
         self.session = session or self._new_session()
         #: The outcome of the last compaction attempt (None: nothing was attempted).
         self.last_compaction: CompactionResult | None = None
@@ -144,7 +137,7 @@ class ChatAgent:
     @property
     def native_tools(self) -> bool:
         """Tools are called natively (not through the text protocol)."""
-        return not self.text_protocol_reason
+        return self.tool_calling.native
 
     @property
     def tool_definitions(self) -> tuple[ToolDefinition, ...]:
@@ -200,7 +193,12 @@ class ChatAgent:
             message = text.removeprefix("/") if text.startswith("//") else text
             return self.send(message, listener)
         command, _, argument = text.partition(" ")
-        command = command.lower()
+        out = self._command(command.lower(), argument.strip())
+        for note in out.notes:
+            listener.note(note)
+        return out
+
+    def _command(self, command: str, argument: str) -> Output:
         if command in ("/quit", "/exit", "/q"):
             return Output(notes=self.end(), quit=True)
         if command == "/new":
@@ -208,13 +206,13 @@ class ChatAgent:
         if command == "/compact":
             return Output(notes=self.compact(manual=True))
         if command == "/remember":
-            if not argument.strip():
+            if not argument:
                 return Output(error="usage: /remember TEXT")
-            return Output(notes=self.remember(argument.strip()))
+            return Output(notes=self.remember(argument))
         if command == "/search":
-            if not argument.strip():
+            if not argument:
                 return Output(error="usage: /search QUERY")
-            return self.search(argument.strip())
+            return self.search(argument)
         if command == "/status":
             return Output("\n".join(self.status_lines()))
         if command in ("/help", "/?"):
@@ -265,14 +263,17 @@ class ChatAgent:
                 try:
                     answer = caller.call(wire, self.system_prompt, self.tool_definitions)
                 except ToolsUnsupported as exc:
-                    if not self._fall_back(exc, wire, out, listener):
+                    fallback = self.tool_calling.refused(exc, wire)
+                    if fallback.error:
+                        out.error = fallback.error
                         return
+                    self._note(out, listener, fallback.note)
                     wire = self._turn_wire(text, recall)
                     continue
                 except MemdirError as exc:
                     out.error = f"the model failed, your message is kept: {exc}"
                     return
-                self._native_tools_work()
+                self.tool_calling.worked()
                 if answer.interrupted:
                     self._keep_interrupted(answer.reply.text, out)
                     return
@@ -361,68 +362,6 @@ class ChatAgent:
             if call.id not in answered:
                 error = '{"error": "the user interrupted the reply before this result was kept"}'
                 self.session.add(Message("tool", error, tool_call_id=call.id))
-
-    def _fall_back(
-        self, exc: ToolsUnsupported, wire: list[Message], out: Output, listener: TurnListener
-    ) -> bool:
-        """The server refused tools: confirm it, remember it and switch to the text protocol.
-        False (with ``out.error`` set) when the turn cannot go on."""
-        if self.tools_setting == "native":
-            out.error = (
-                f"the server refused native tools, your message is kept: {exc} (leave out "
-                "--tools native to fall back to the text protocol)"
-            )
-            return False
-        if any(m.tool_calls or m.tool_call_id for m in wire) and not self._refuses_tools():
-            # An error about this conversation's tool history, not about tools as such.
-            out.error = f"the model failed, your message is kept: {exc}"
-            return False
-        reason = exc.detail or str(exc)
-        self.text_protocol_reason = f"the server refused native tools: {reason}"
-        note = (
-            f"the server refused native tool calls ({' '.join(reason.split())[:120]}): using "
-            "the text protocol"
-        )
-        try:
-            remember_refusal(self.llm, reason, now=now())
-        except MemdirError as error:
-            note += f" (not remembered: {error})"
-        else:
-            note += ", remembered for this model (see `memdir status`)"
-        self._note(out, listener, note)
-        return True
-
-    def _refuses_tools(self) -> bool:
-        """One minimal request with tools: does the server refuse them as such?"""
-        if not isinstance(self.llm, ChatLLM):
-            return False
-        try:
-            self.llm.chat(
-                [Message("user", "ping")], tools=tool_definitions(private=False), max_tokens=1
-            )
-        except ToolsUnsupported:
-            return True
-        except MemdirError:
-            return False
-        return False
-
-    def _native_tools_work(self) -> None:
-        """After a request with native tools went through under ``--tools native``: forget the
-        refusal remembered for this model."""
-        if self._forget_refusal and self.native_tools:
-            self._forget_refusal = False
-            with contextlib.suppress(MemdirError):
-                forget_refusal(self.llm)
-
-    def _text_protocol_reason(self) -> str:
-        if self.tools_setting == "text":
-            return "--tools text"
-        if not isinstance(self.llm, ChatLLM):
-            return f"the {self.llm.name} provider has no native tool calling"
-        refusal = refusal_for(self.llm) if self.tools_setting == "auto" else None
-        if refusal is not None:
-            return f"the server refused native tools on {refusal.since[:10]}: {refusal.reason}"
-        return ""
 
     @staticmethod
     def _note(out: Output, listener: TurnListener, line: str) -> None:
@@ -559,12 +498,8 @@ class ChatAgent:
             f"{'yes' if session.flushed_this_cycle else 'no'}",
             f"captured  {captured} this session",
             f"model     {self.llm.name} / {self.llm.model}",
-            "tools     "
-            + (
-                "native tool calls" + (", streamed replies" if self.stream else "")
-                if self.native_tools
-                else f"text protocol ({self.text_protocol_reason})"
-            ),
+            f"tools     {self.tool_calling.describe()}"
+            + (", streamed replies" if self.stream else ""),
             f"memory    {info['files']} files, {info['chunks']} chunks, {info['mode']}",
         ]
 

@@ -8,13 +8,14 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 from rich.console import Console
 
-from memdir.agent.loop import ChatAgent, Output
+from memdir.agent.loop import ChatAgent, ToolMode
 from memdir.agent.session import Session
+from memdir.cli.chat_render import PlainView, TerminalView
 from memdir.cli.common import stdout
 from memdir.cli.main import cli
 from memdir.config import Config, memdir_home
@@ -23,6 +24,9 @@ from memdir.llm.base import LLM
 from memdir.llm.openai import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV
 from memdir.llm.registry import create_llm
 from memdir.memory import Memory
+
+if TYPE_CHECKING:
+    from memdir.cli.chat_tui import LinePrompt
 
 
 def chat_llm(config: Config) -> LLM:
@@ -88,24 +92,46 @@ def _open(ctx: click.Context, shared: bool, resume: str | None) -> tuple[Memory,
 @click.option("--resume", metavar="ID", help="Continue a saved session ('last': the latest).")
 @click.option("--no-recall", is_flag=True, help="Do not add <relevant-memories> to messages.")
 @click.option("--no-capture", is_flag=True, help="Do not auto-capture 'remember …' messages.")
+@click.option(
+    "--tools",
+    type=click.Choice(["auto", "native", "text"]),
+    default="auto",
+    show_default=True,
+    help="How the model calls memory tools: native tool calls unless the server refused them "
+    "before (auto), always native (native: also forgets a remembered refusal once they work), "
+    "or the JSON-line text protocol (text).",
+)
 @click.pass_context
 def chat_command(
-    ctx: click.Context, shared: bool, resume: str | None, no_recall: bool, no_capture: bool
+    ctx: click.Context,
+    shared: bool,
+    resume: str | None,
+    no_recall: bool,
+    no_capture: bool,
+    tools: ToolMode,
 ) -> None:
     """Chat with an agent that searches, reads and writes your memory.
 
-    Commands: /new, /compact, /remember TEXT, /status, /quit. When stdin is not a terminal,
-    each line is one message or command and replies are printed plainly.
+    In a terminal: replies stream in as Markdown, Ctrl-C stops a reply (what was shown is
+    kept), Esc-Enter or a trailing backslash starts a new line, Tab completes the commands
+    /new, /compact, /remember TEXT, /search QUERY, /status, /help, /quit. When stdin is not a
+    terminal, each line is one message or command and replies are printed plainly.
     """
     memory, session = _open(ctx, shared, resume)
     with memory, _chat_llm(memory.config) as llm:
+        interactive = sys.stdin.isatty()
         agent = ChatAgent(
-            memory, llm, session=session, recall=not no_recall, capture=not no_capture
+            memory,
+            llm,
+            session=session,
+            recall=not no_recall,
+            capture=not no_capture,
+            stream=interactive,
+            tools=tools,
         )
-        stdin = sys.stdin
-        if stdin.isatty():
+        if interactive:
             _interactive(agent)
-        elif not _scripted(agent, stdin):
+        elif not _scripted(agent, sys.stdin):
             ctx.exit(1)
 
 
@@ -157,38 +183,70 @@ def _scripted(agent: ChatAgent, stdin: TextIO) -> bool:
 
 
 def _interactive(agent: ChatAgent) -> None:
-    with contextlib.suppress(ImportError):
-        import readline  # noqa: F401  (line editing and history for input())
+    """The terminal chat: prompt_toolkit's editor when stdin and stdout are terminals (else
+    ``input()``), each turn drawn live by a view (see :mod:`memdir.cli.chat_render`)."""
     out = stdout()
+    reader = _line_reader(agent, out)
     out.print(
         f"[bold]memdir chat[/] · session {agent.session.id} ({agent.session.scope}) · "
-        f"{agent.llm.name}/{agent.llm.model} · /help for commands, Ctrl-D to quit"
+        f"{agent.llm.name}/{agent.llm.model} · /help for commands, Ctrl-D to quit",
+        highlight=False,
     )
+    if reader is not None:
+        out.print("[dim]Esc-Enter or a trailing \\ for a new line · Ctrl-C stops a reply[/]")
+    elif not agent.native_tools:
+        out.print(f"tools: {agent.tool_calling.describe()}", style="dim", markup=False)
     while True:
-        meter = f"{agent.context_tokens():,}/{agent.budget:,} tok"
         try:
-            line = input(f"[{meter}] you> ")
-        except (EOFError, KeyboardInterrupt):
+            line = reader.read() if reader is not None else input(f"[{meter(agent)}] you> ")
+        except KeyboardInterrupt:
+            if reader is None:
+                out.print()
+                _show_notes(out, agent.end())
+                return
+            out.print("[dim]  (Ctrl-D or /quit to leave)[/]")
+            continue
+        except EOFError:
             out.print()
-            _show(out, Output(notes=agent.end()))
+            _show_notes(out, agent.end())
             return
+        view: TerminalView | PlainView = TerminalView(out) if out.is_terminal else PlainView(out)
         try:
-            with out.status("thinking…"):
-                result = agent.handle(line)
+            with view:
+                result = agent.handle(line, view)
         except KeyboardInterrupt:
             out.print("  · interrupted; your message is kept in the history", style="dim")
             continue
-        _show(out, result)
+        if result.text and not view.showed_text:
+            out.print(result.text, markup=False, highlight=False)
+        if result.interrupted:
+            out.print("  · interrupted: what was shown is kept", style="dim")
+        if result.error:
+            out.print(f"error: {result.error}", style="red", markup=False)
         if result.quit:
             return
 
 
-def _show(out: Console, result: Output) -> None:
-    for line in result.tools:
-        out.print(f"  · {line}", style="cyan", markup=False)
-    for note in result.notes:
+def _line_reader(agent: ChatAgent, out: Console) -> LinePrompt | None:
+    """prompt_toolkit's editor, or None for ``input()`` (not a terminal, or no
+    prompt_toolkit: then a hint)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return None
+    try:
+        from memdir.cli.chat_tui import LinePrompt
+    except ImportError:
+        out.print(
+            "[dim]line editing and history need prompt_toolkit: pip install prompt_toolkit[/]"
+        )
+        return None
+    return LinePrompt(agent)
+
+
+def meter(agent: ChatAgent) -> str:
+    """``1,234/6,400 tok``: the context now against the compaction budget."""
+    return f"{agent.context_tokens():,}/{agent.budget:,} tok"
+
+
+def _show_notes(out: Console, notes: list[str]) -> None:
+    for note in notes:
         out.print(f"  · {note}", style="dim", markup=False)
-    if result.text:
-        out.print(result.text, markup=False)
-    if result.error:
-        out.print(f"error: {result.error}", style="red", markup=False)

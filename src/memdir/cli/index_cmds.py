@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -14,9 +15,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from memdir.cli.common import open_memory, print_json, stderr, stdout
 from memdir.cli.main import cli
+from memdir.llm.tool_support import tool_refusals
 from memdir.workspace import init_workspace
 
 
@@ -94,8 +97,9 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     """Show the workspace, index, embedding model, pending work and warnings."""
     with open_memory(ctx) as mem:
         info = mem.status()
+    refusals = tool_refusals()
     if as_json:
-        print_json(info)
+        print_json({**info, "chat_tool_refusals": [asdict(r) for r in refusals]})
         return
     emb = info["embedding"]
     model = emb["note"] or emb["model"] or "-"
@@ -124,8 +128,19 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     ]
     if not info["identity_current"]:
         rows.append(("identity", "changed: the next index or search rebuilds the index"))
+    rows.append(
+        (
+            "chat tools",
+            "native tool calls (no server has refused them)"
+            if not refusals
+            else "\n".join(
+                f"text protocol for {r.where} (tools refused {r.since[:10]}: {r.reason[:80]})"
+                for r in refusals
+            ),
+        )
+    )
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(key, Text(value))
     out = stdout()
     out.print(table)
     for path, warning in info["file_warnings"].items():

@@ -204,6 +204,23 @@ def check_tools_refusal(error: ProviderResponseError, tools: Sequence[ToolDefini
     status = error.status
     if not tools or status is None or status < 400 or status in _NOT_A_TOOLS_REFUSAL:
         return
-    words = error.detail.lower()
-    if "tool" in words or "function" in words:
-        raise ToolsUnsupported(str(error), status=status, detail=error.detail) from error
+    words = server_words(error.detail)
+    if "tool" in words.lower() or "function" in words.lower():
+        raise ToolsUnsupported(str(error), status=status, detail=words) from error
+
+
+def server_words(body: str) -> str:
+    """The message inside an error body (``{"error": {"message": …}}``, ``{"message": …}``,
+    ``{"error": "…"}``), or the body itself when it holds none."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    for _ in range(3):
+        if not isinstance(data, dict):
+            break
+        inner = data.get("error", data.get("message"))
+        if isinstance(inner, str):
+            return inner
+        data = inner
+    return body
