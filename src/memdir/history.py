@@ -166,8 +166,17 @@ def daily_event(path: str, day: str, text: str, mtime: float) -> HistoryEvent:
     )
 
 
-def read_history(workspace: Workspace, recalls: Iterable[RecallEntry] = ()) -> list[HistoryEvent]:
-    """Every automatic write the workspace's files record, newest first (see the module doc)."""
+def read_history(
+    workspace: Workspace, recalls: Iterable[RecallEntry] = (), *, limit: int | None = None
+) -> list[HistoryEvent]:
+    """Every automatic write the workspace's files record, newest first (see the module doc).
+
+    Args:
+        workspace: the workspace.
+        recalls: recall entries (their promotion times date the dream blocks).
+        limit: at most this many events; only the newest ``limit`` daily logs and archives are
+            read then (a vault of years of daily logs is not read whole for one page).
+    """
     events: list[HistoryEvent] = []
     memory_text = _read(_safe(lambda: workspace.resolve_memory_path(MEMORY_FILE)))
     if memory_text:
@@ -175,20 +184,25 @@ def read_history(workspace: Workspace, recalls: Iterable[RecallEntry] = ()) -> l
     diary = _read(_safe(lambda: workspace.resolve_owner_file("DREAMS.md")))
     if diary:
         events.extend(diary_events(diary))
+    dated = []
     for entry in workspace.iter_files():
         if entry.source != "memory":
             continue
-        day = is_daily_log(entry.path)
+        day = is_daily_log(entry.path) or archive_date(entry.path)
         if day is not None:
+            dated.append((day, entry))
+    dated.sort(key=lambda item: (item[0], item[1].path), reverse=True)
+    for day, entry in dated[:limit]:
+        if is_daily_log(entry.path):
             if entry.size <= DAILY_MAX_BYTES:
                 text = _read(entry.abspath) or ""
                 events.append(daily_event(entry.path, day, text, entry.mtime_ns / 1e9))
-        elif archive_date(entry.path):
+        else:
             event = archive_event(entry.path, _read(entry.abspath, ARCHIVE_HEADER_BYTES) or "")
             if event is not None:
                 events.append(event)
     events.sort(key=lambda e: (e.when, e.kind, e.path, e.line or 0), reverse=True)
-    return events
+    return events[:limit]
 
 
 def _safe(resolve: Callable[[], Path]) -> Path | None:

@@ -18,16 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.clock import now
 from memdir.config import Config, default_workspace, index_url, load_config
 from memdir.dreaming import RECALL_NAME, DreamReport, RecallStore, record_recalls, run_dream
-from memdir.dreaming.budget import BudgetUsage, budget_usage
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
-from memdir.history import HistoryEvent, read_history
 from memdir.index.manager import IndexManager
 from memdir.index.sync import Progress, SyncReport, scan_dirty
 from memdir.lifecycle.extract import ExtractionReport, extract_memories
@@ -42,6 +40,10 @@ from memdir.workspace import (
     file_kind,
     is_daily_log,
 )
+
+if TYPE_CHECKING:  # imported where used: a search loads neither
+    from memdir.dreaming.budget import BudgetUsage
+    from memdir.history import HistoryEvent
 
 #: Files a shared (group) session may never see (SPEC §2).
 PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
@@ -333,20 +335,24 @@ class Memory:
         Raises:
             PathNotAllowed: in a shared session.
         """
+        from memdir.dreaming.budget import budget_usage
+
         if self.scope == "shared":
             raise PathNotAllowed(f"{MEMORY_FILE} is not available in a shared session")
         return budget_usage(self.read(MEMORY_FILE).text)
 
-    def history(self) -> list[HistoryEvent]:
+    def history(self, *, limit: int | None = None) -> list[HistoryEvent]:
         """What memdir wrote on its own and when, newest first, from the files' own records
-        (see :mod:`memdir.history`).
+        (see :mod:`memdir.history`); at most ``limit`` events.
 
         Raises:
             PathNotAllowed: in a shared session (the history shows MEMORY.md).
         """
+        from memdir.history import read_history
+
         if self.scope == "shared":
             raise PathNotAllowed("the history shows MEMORY.md: run it in a private session")
-        return read_history(self.workspace, self.recalls.entries())
+        return read_history(self.workspace, self.recalls.entries(), limit=limit)
 
     # -- maintenance ----------------------------------------------------------------------
 

@@ -125,6 +125,7 @@ class RunningUI:
 
     process: subprocess.Popen[str]
     url: str
+    workspace: Path
 
 
 def start_ui(workspace: Path, env: dict[str, str], *args: str) -> RunningUI:
@@ -147,7 +148,7 @@ def start_ui(workspace: Path, env: dict[str, str], *args: str) -> RunningUI:
         process.kill()
         out = line + process.stdout.read()
         raise AssertionError(f"memdir ui did not start: {out}")
-    return RunningUI(process, line.split(": ", 1)[1].strip())
+    return RunningUI(process, line.split(": ", 1)[1].strip(), workspace)
 
 
 def stop_ui(ui: RunningUI) -> None:

@@ -12,6 +12,7 @@ chromium``). ``playwright install`` is never needed: the system browser is used.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,8 +113,7 @@ def test_search_hit_file_line_and_dreaming(
     page.locator("#q").press_sequentially("Redis 分布式锁", delay=30)
     first = page.locator("li.hit").first
     first.wait_for(timeout=30_000)
-    page.wait_for_function("location.search.includes('q=')")
-    assert "q=Redis" in page.url
+    page.wait_for_url(re.compile(r"/search\?q=Redis"))
     cite = first.locator("a.cite")
     assert cite.inner_text().startswith("memory/2026-11-28.md#L")
     marks = first.locator(".snippet mark").all_inner_texts()
@@ -152,6 +152,29 @@ def test_search_hit_file_line_and_dreaming(
         page.locator("main h1").wait_for()
         shots.take(page, name)
     assert "dream: promoted 1 entry into MEMORY.md" in page.locator("main").inner_text()
+    assert problems == []
+
+
+def test_the_index_page_follows_the_index(browser: Any, ui_process: RunningUI) -> None:
+    """Another process changes the index; the open page shows it without a reload."""
+    from memdir import Memory
+    from tests.helpers import write
+
+    page, problems = open_page(browser, DESKTOP)
+    page.goto(ui_process.url + "index")
+    files = page.locator(".card .big").first
+    before = int(files.inner_text())
+    write(
+        ui_process.workspace,
+        "memory/2026-11-29.md",
+        "# 2026-11-29\n\n- 新的笔记：缓存改用 Redis 7。\n",
+    )
+    page.get_by_text("1 changed, 0 deleted since the last sync").wait_for(timeout=40_000)
+    with Memory(ui_process.workspace) as memory:
+        memory.sync()
+    expect = pytest.importorskip("playwright.sync_api").expect
+    expect(files).to_have_text(str(before + 1), timeout=40_000)
+    assert page.get_by_text("every chunk is embedded").count() == 1
     assert problems == []
 
 

@@ -150,3 +150,23 @@ def test_shared_scope_hides_private_files(sample: Path) -> None:
         assert "MEMORY.md" not in paths and "USER.md" not in paths
         assert client.get("/api/files/USER.md").status_code == 403
         assert client.get("/api/files/MEMORY.md").status_code == 403
+
+
+def test_extra_paths_are_listed_and_readable(sample: Path, tmp_path: Path) -> None:
+    from memdir import FakeEmbedder
+    from memdir.config import load_config
+    from tests.ui.conftest import make_client
+
+    project = tmp_path / "project"
+    write(project, "CLAUDE.md", "# Project rules\n\n- 测试用 pytest。\n")
+    config = load_config(sample, {"index": {"extra_paths": [str(project)]}})
+    with Memory(sample, config=config, embedder=FakeEmbedder()) as memory:
+        client = make_client(memory)
+        files = {f["path"]: f["kind"] for f in client.get("/api/files").json()["files"]}
+        extra = str(project / "CLAUDE.md")
+        assert files[extra] == "extra"
+        html = client.get("/files").text
+        assert "<h2>Extra paths <small>1</small></h2>" in html
+        assert f'href="/files/{extra}"' in html  # /files//abs/path: the path keeps its slash
+        page = client.get(f"/files/{extra}", params={"lines": "3"}).text
+        assert '<tr id="L3" class="marked">' in page and "测试用 pytest" in page

@@ -53,9 +53,10 @@ def test_a_token_guards_every_request(mem: Memory) -> None:
         "HttpOnly" in first.headers["set-cookie"]
         and "SameSite=strict" in first.headers["set-cookie"]
     )
-    assert client.cookies.get(TOKEN_COOKIE) == "s3cret"
+    assert client.cookies.get(f"{TOKEN_COOKIE}_8765") == "s3cret"
     assert client.get("/search?q=redis").status_code == 200
-    assert client.get("/api/index", headers={"Host": "anything.example"}).status_code == 200
+    remote = {"Host": "inspector.example:8765", "Authorization": "Bearer s3cret"}
+    assert client.get("/api/index", headers=remote).status_code == 200
 
 
 def test_only_the_dream_apply_accepts_a_write_method(mem: Memory) -> None:

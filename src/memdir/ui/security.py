@@ -29,6 +29,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+#: The token cookie's name, followed by the port (cookies do not tell ports apart, and two
+#: inspectors on one host have two tokens).
 TOKEN_COOKIE = "memdir_ui"
 CSRF_HEADER = "x-memdir-csrf"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -127,7 +129,7 @@ class Guard:
             given = conn.query_params.get("token")
             if given is not None and _same(given, self.token) and method in SAFE_METHODS:
                 return _drop_token_from_url(conn, self.token)
-            if not self._has_token(headers, conn.cookies):
+            if not self._has_token(conn):
                 return _refuse(
                     conn,
                     401,
@@ -138,12 +140,12 @@ class Guard:
             return self._check_write(conn, headers)
         return None
 
-    def _has_token(self, headers: Headers, cookies: dict[str, str]) -> bool:
+    def _has_token(self, conn: HTTPConnection) -> bool:
         assert self.token is not None
-        auth = headers.get("authorization", "")
+        auth = conn.headers.get("authorization", "")
         if auth.lower().startswith("bearer ") and _same(auth[7:].strip(), self.token):
             return True
-        return _same(cookies.get(TOKEN_COOKIE, ""), self.token)
+        return _same(conn.cookies.get(token_cookie(conn), ""), self.token)
 
     def _check_write(self, conn: HTTPConnection, headers: Headers) -> Response | None:
         if not _same(headers.get(CSRF_HEADER, ""), self.csrf):
@@ -155,6 +157,11 @@ class Guard:
         if site is not None and site not in ("same-origin", "none"):
             return _refuse(conn, 403, f"cross-site write refused (Sec-Fetch-Site {site})")
         return None
+
+
+def token_cookie(conn: HTTPConnection) -> str:
+    """The name of the token cookie for the port ``conn`` came to (``memdir_ui_8765``)."""
+    return f"{TOKEN_COOKIE}_{conn.url.port or 80}"
 
 
 def _same(given: str, expected: str) -> bool:
@@ -171,7 +178,8 @@ def _drop_token_from_url(conn: HTTPConnection, token: str) -> Response:
     kept = urlencode([(k, v) for k, v in conn.query_params.multi_items() if k != "token"])
     target = conn.url.path + (f"?{kept}" if kept else "")
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
+    name = token_cookie(conn)
+    response.set_cookie(name, token, httponly=True, samesite="strict", path="/")
     return response
 
 
@@ -183,4 +191,5 @@ __all__ = [
     "Guard",
     "host_name",
     "is_loopback",
+    "token_cookie",
 ]

@@ -47,7 +47,7 @@ def _gates(value: str | None) -> str:
 
 def _state(memory: Memory, gates: str) -> dict[str, Any]:
     report = memory.dream(apply=False, schedule=gates == "schedule")
-    runs = [e for e in memory.history() if e.kind in ("dream", "diary")][:RUNS_SHOWN]
+    runs = [e for e in memory.history(limit=200) if e.kind in ("dream", "diary")][:RUNS_SHOWN]
     return {"report": report, "budget": memory.memory_budget(), "runs": runs}
 
 

@@ -12,6 +12,9 @@ from starlette.responses import JSONResponse, Response
 from memdir.errors import QueryError
 from memdir.ui.app import inspector
 
+#: Most events a page or the API lists.
+MAX_EVENTS = 500
+
 KINDS = {
     "dream": "dream promotions",
     "diary": "dream diary",
@@ -30,7 +33,7 @@ def _kind(request: Request) -> str | None:
 def api(request: Request) -> Response:
     """``GET /api/history?kind=…``: the events, newest first."""
     kind = _kind(request)
-    events = inspector(request).call(lambda m: m.history())
+    events = inspector(request).call(lambda m: m.history(limit=MAX_EVENTS))
     return JSONResponse({"events": [e.to_dict() for e in events if kind in (None, e.kind)]})
 
 
@@ -38,9 +41,11 @@ def page(request: Request) -> Response:
     """``GET /history?kind=…``: the events grouped by day."""
     ui = inspector(request)
     kind = _kind(request)
-    events = [e for e in ui.call(lambda m: m.history()) if kind in (None, e.kind)]
+    found = ui.call(lambda m: m.history(limit=MAX_EVENTS))
+    events = [e for e in found if kind in (None, e.kind)]
     by_day = groupby(events, key=lambda e: e.when[:10])
     days = [{"day": day, "events": list(items)} for day, items in by_day]
     context: dict[str, Any] = {"active": "history", "kind": kind, "kinds": KINDS, "days": days}
     context["count"] = len(events)
+    context["capped"] = len(found) >= MAX_EVENTS
     return ui.render(request, "history.html", context)
