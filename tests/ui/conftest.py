@@ -160,21 +160,31 @@ def stop_ui(ui: RunningUI) -> None:
         ui.process.wait()
 
 
-@pytest.fixture
-def ui_process(sample: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningUI]:
-    """A real ``memdir ui`` process over the sample workspace with a past (:func:`seed_history`),
-    on a free loopback port. The embedder is the fake one, set in the workspace config
-    (``MEMDIR_UI_TEST_EMBEDDER=local`` uses the real local model, e.g. for the README's
-    screenshots)."""
+def _running_ui(sample: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Iterator[RunningUI]:
     provider = os.environ.get("MEMDIR_UI_TEST_EMBEDDER", "fake")
     write(sample, ".memdir/config.toml", f'[embedding]\nprovider = "{provider}"\n')
     with Memory(sample) as memory:
         memory.sync()
         seed_history(memory, monkeypatch)
     env = {**os.environ, "MEMDIR_NOW": NOW}
-    ui = start_ui(sample, env)
+    ui = start_ui(sample, env, *args)
     try:
         httpx.get(ui.url + "index", timeout=30).raise_for_status()
         yield ui
     finally:
         stop_ui(ui)
+
+
+@pytest.fixture
+def ui_process(sample: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningUI]:
+    """A real ``memdir ui`` process over the sample workspace with a past (:func:`seed_history`),
+    on a free loopback port. The embedder is the fake one, set in the workspace config
+    (``MEMDIR_UI_TEST_EMBEDDER=local`` uses the real local model, e.g. for the README's
+    screenshots)."""
+    yield from _running_ui(sample, monkeypatch)
+
+
+@pytest.fixture
+def writable_ui_process(sample: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningUI]:
+    """:func:`ui_process` started with ``--writable``."""
+    yield from _running_ui(sample, monkeypatch, "--writable")

@@ -155,6 +155,31 @@ def test_search_hit_file_line_and_dreaming(
     assert problems == []
 
 
+def test_applying_a_dream_run_needs_the_confirmation(
+    browser: Any, writable_ui_process: RunningUI, shots: Shots
+) -> None:
+    memory_md = writable_ui_process.workspace / "MEMORY.md"
+    before = memory_md.read_text("utf-8")
+    page, problems = open_page(browser, DESKTOP)
+    page.goto(writable_ui_process.url + "dreaming")
+    page.get_by_role("button", name="Preview a dream run").click()
+    page.get_by_role("button", name="Apply…").click()
+    dialog = page.locator("dialog#apply-dialog")
+    assert dialog.is_visible()
+    shots.take(page, "dreaming-apply", full_page=False)
+    page.get_by_role("button", name="Cancel").click()
+    assert not dialog.is_visible()
+    assert memory_md.read_text("utf-8") == before  # opening and cancelling writes nothing
+
+    page.get_by_role("button", name="Apply…").click()
+    page.get_by_role("button", name="Promote 1").click()
+    page.get_by_text("promoted 1 entry (1 line)").wait_for()
+    page.wait_for_url("**/dreaming")  # the page reloads on the new state
+    assert "key=" in memory_md.read_text("utf-8").removeprefix(before)
+    assert "2 promoted earlier" in page.locator("main").inner_text()
+    assert problems == []
+
+
 def test_the_index_page_follows_the_index(browser: Any, ui_process: RunningUI) -> None:
     """Another process changes the index; the open page shows it without a reload."""
     from memdir import Memory
