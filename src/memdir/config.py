@@ -61,6 +61,15 @@ class EmbeddingConfig:
     batch_tokens: int = 8000
     timeout: float = 30.0
     max_retries: int = 3
+    #: Local models: threads that embed a query (0: automatic, one) and a batch of documents
+    #: (0: automatic, ``cpu_count - 1``); ``MEMDIR_QUERY_THREADS`` and
+    #: ``MEMDIR_DOCUMENT_THREADS`` override them (see :mod:`memdir.embeddings.local`).
+    query_threads: int = 0
+    document_threads: int = 0
+
+    def __post_init__(self) -> None:
+        if self.query_threads < 0 or self.document_threads < 0:
+            raise ConfigError("embedding: need query_threads ≥ 0 and document_threads ≥ 0")
 
 
 #: ``chunking.pooling`` values.

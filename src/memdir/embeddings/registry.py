@@ -23,7 +23,12 @@ def _load_builtins() -> None:
 
     register_embedder("none", lambda cfg: None)
     register_embedder("fake", lambda cfg: FakeEmbedder(int(cfg.model) if cfg.model else 64))
-    register_embedder("local", lambda cfg: LocalEmbedder(cfg.model))
+    register_embedder(
+        "local",
+        lambda cfg: LocalEmbedder(
+            cfg.model, query_threads=cfg.query_threads, document_threads=cfg.document_threads
+        ),
+    )
     remote.register_all(register_embedder)
 
 
