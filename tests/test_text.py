@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import string
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -226,3 +230,40 @@ def test_estimate_tokens_is_subadditive(text):
     for cut in range(len(text) + 1):
         left, right = text[:cut], text[cut:]
         assert estimate_tokens(text) <= estimate_tokens(left) + estimate_tokens(right)
+
+
+# --- loading jieba -------------------------------------------------------------------------
+
+
+def _fresh_python(code: str, home: Path) -> str:
+    env = {**os.environ, "MEMDIR_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_an_english_query_and_its_snippets_never_load_jieba(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from memdir.text import query_terms, index_tokens\n"
+        "terms = query_terms('which port does redis use')\n"
+        "tokens = index_tokens('Redis 端口 6380', segment_cjk=False)\n"
+        "print(terms, tokens, 'jieba' in sys.modules)\n"
+    )
+    out = _fresh_python(code, tmp_path)
+    assert out == "['port', 'redi', 'use'] ['redi', '端口', '6380'] False"
+
+
+def test_jieba_keeps_its_dictionary_cache_under_memdir_home(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from memdir.text import query_terms\n"
+        "print(query_terms('分布式锁的端口'), 'pkg_resources' in sys.modules)\n"
+    )
+    assert _fresh_python(code, tmp_path) == "['分布式', '锁', '端口'] False"
+    cache = tmp_path / "cache" / "jieba.cache"
+    assert cache.is_file() and cache.stat().st_size > 1_000_000
+    built = cache.stat().st_mtime_ns
+    _fresh_python(code, tmp_path)  # the second start loads the cache instead of rebuilding it
+    assert cache.stat().st_mtime_ns == built

@@ -1,26 +1,59 @@
-"""memdir: long-term memory for AI agents as plain Markdown files with a local SQLite index."""
+"""memdir: long-term memory for AI agents as plain Markdown files with a local SQLite index.
 
-from memdir.config import Config, load_config
-from memdir.embeddings.base import Embedder
-from memdir.embeddings.fake import FakeEmbedder
-from memdir.errors import (
-    ConfigError,
-    IndexStoreError,
-    MemdirError,
-    PathNotAllowed,
-    ProviderError,
-    ProviderResponseError,
-    ProviderUnavailable,
-    QueryError,
-    WorkspaceError,
-)
-from memdir.llm.base import LLM
-from memdir.llm.fake import ScriptedLLM
-from memdir.memory import GetResult, Memory
-from memdir.search import SearchResponse, SearchResult
-from memdir.workspace import init_workspace
+The names below are imported on first use (a command that does not need the LLM clients or the
+index never loads them); ``from memdir import Memory`` works as usual.
+"""
+
+from typing import TYPE_CHECKING
+
+from memdir._lazy import lazy_exports
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "LLM": "memdir.llm.base",
+    "Config": "memdir.config",
+    "ConfigError": "memdir.errors",
+    "Embedder": "memdir.embeddings.base",
+    "FakeEmbedder": "memdir.embeddings.fake",
+    "GetResult": "memdir.memory",
+    "IndexStoreError": "memdir.errors",
+    "MemdirError": "memdir.errors",
+    "Memory": "memdir.memory",
+    "PathNotAllowed": "memdir.errors",
+    "ProviderError": "memdir.errors",
+    "ProviderResponseError": "memdir.errors",
+    "ProviderUnavailable": "memdir.errors",
+    "QueryError": "memdir.errors",
+    "ScriptedLLM": "memdir.llm.fake",
+    "SearchResponse": "memdir.search",
+    "SearchResult": "memdir.search",
+    "WorkspaceError": "memdir.errors",
+    "init_workspace": "memdir.workspace",
+    "load_config": "memdir.config",
+}
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+if TYPE_CHECKING:
+    from memdir.config import Config, load_config
+    from memdir.embeddings.base import Embedder
+    from memdir.embeddings.fake import FakeEmbedder
+    from memdir.errors import (
+        ConfigError,
+        IndexStoreError,
+        MemdirError,
+        PathNotAllowed,
+        ProviderError,
+        ProviderResponseError,
+        ProviderUnavailable,
+        QueryError,
+        WorkspaceError,
+    )
+    from memdir.llm.base import LLM
+    from memdir.llm.fake import ScriptedLLM
+    from memdir.memory import GetResult, Memory
+    from memdir.search import SearchResponse, SearchResult
+    from memdir.workspace import init_workspace
 
 __all__ = [
     "LLM",

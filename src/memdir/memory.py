@@ -22,15 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.clock import now
 from memdir.config import Config, default_workspace, index_url, load_config
-from memdir.dreaming import RECALL_NAME, DreamReport, RecallStore, record_recalls, run_dream
+from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
 from memdir.index.manager import IndexManager
 from memdir.index.sync import Progress, SyncReport, scan_dirty
-from memdir.lifecycle.extract import ExtractionReport, extract_memories
-from memdir.lifecycle.write import WriteResult, write_memory
-from memdir.llm.base import LLM, Message
 from memdir.search import SearchResponse, run_search
 from memdir.workspace import (
     MEMORY_FILE,
@@ -41,9 +38,13 @@ from memdir.workspace import (
     is_daily_log,
 )
 
-if TYPE_CHECKING:  # imported where used: a search loads neither
+if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.dreaming.budget import BudgetUsage
+    from memdir.dreaming.phases import DreamReport
     from memdir.history import HistoryEvent
+    from memdir.lifecycle.extract import ExtractionReport
+    from memdir.lifecycle.write import WriteResult
+    from memdir.llm.base import LLM, Message
 
 #: Files a shared (group) session may never see (SPEC §2).
 PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
@@ -399,6 +400,8 @@ class Memory:
             PathNotAllowed: ``target="memory"`` in a shared session.
             MemdirError: empty or over-long text, unknown target or section.
         """
+        from memdir.lifecycle.write import write_memory
+
         if self.scope == "shared" and target == "memory":
             raise PathNotAllowed(f"{MEMORY_FILE} cannot be written in a shared session")
         return write_memory(self.workspace, text, target=target, section=section, now=now())
@@ -418,6 +421,8 @@ class Memory:
             PathNotAllowed: in a shared session (dreaming writes MEMORY.md).
             WorkspaceError: MEMORY.md cannot be written.
         """
+        from memdir.dreaming.phases import run_dream
+
         if self.scope == "shared":
             raise PathNotAllowed(f"dreaming writes {MEMORY_FILE}: run it in a private session")
         return run_dream(
@@ -438,6 +443,8 @@ class Memory:
         (the daily log in a shared session), skipping duplicates. Malformed answers are retried
         once, then reported as warnings; provider failures are warnings too.
         """
+        from memdir.lifecycle.extract import extract_memories
+
         return extract_memories(
             self.workspace,
             messages,

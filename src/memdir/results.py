@@ -8,14 +8,14 @@ budget, and the best window of a chunk too long to show whole.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memdir.index.base import ChunkRow
 from memdir.markdown.chunking import SENTENCE_ENDS
-from memdir.text import index_tokens
+from memdir.text import has_cjk, index_tokens
 
 if TYPE_CHECKING:
     from memdir.search import Candidate
@@ -52,9 +52,15 @@ class SearchResult:
 # The same chunks come back search after search: tokenising them once saves most of a
 # keyword search's CPU time (measured: 40 of 170 ms at 11k chunks).
 @lru_cache(maxsize=4096)
-def chunk_tokens(text: str) -> tuple[str, ...]:
-    """A chunk's index tokens, memoised."""
-    return tuple(index_tokens(text))
+def chunk_tokens(text: str, segment_cjk: bool = True) -> tuple[str, ...]:
+    """A chunk's index tokens, memoised (``segment_cjk=False``: CJK runs left whole, enough
+    when no query term has CJK characters, and jieba is not loaded)."""
+    return tuple(index_tokens(text, segment_cjk=segment_cjk))
+
+
+def needs_segmentation(terms: Iterable[str]) -> bool:
+    """Whether any of ``terms`` has CJK characters (only then must CJK text be segmented)."""
+    return any(has_cjk(term) for term in terms)
 
 
 def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
@@ -63,7 +69,10 @@ def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
     if len(text) <= limit:
         return text
     lines = text.split("\n")
-    line_weights = [sum(weights.get(t, 0.0) for t in set(chunk_tokens(line))) for line in lines]
+    segment = needs_segmentation(weights)
+    line_weights = [
+        sum(weights.get(t, 0.0) for t in set(chunk_tokens(line, segment))) for line in lines
+    ]
     best_start, best_weight = 0, -1.0
     for start in range(len(lines)):
         size, weight = 0, 0.0
@@ -82,7 +91,8 @@ def term_weights(terms: Sequence[str], texts: Sequence[str]) -> dict[str, float]
     every candidate tells the snippet little, a rare one a lot."""
     if not terms:
         return {}
-    token_sets = [set(chunk_tokens(t)) for t in texts]
+    segment = needs_segmentation(terms)
+    token_sets = [set(chunk_tokens(t, segment)) for t in texts]
     n = len(token_sets)
     return {
         term: math.log(1.0 + (n + 1) / (sum(1 for ts in token_sets if term in ts) + 0.5))
@@ -248,6 +258,7 @@ __all__ = [
     "SearchResult",
     "chunk_tokens",
     "make_snippet",
+    "needs_segmentation",
     "place_results",
     "term_weights",
 ]

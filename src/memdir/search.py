@@ -34,6 +34,7 @@ from memdir.results import (
     LinesOf,
     SearchResult,
     chunk_tokens,
+    needs_segmentation,
     place_results,
     term_weights,
 )
@@ -256,14 +257,15 @@ def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -
     if not candidates:
         return
     wanted = set(terms)
+    segment = needs_segmentation(terms)
     best_text = max(c.text for c in candidates) or 1.0
     for cand in candidates:
-        tokens = chunk_tokens(cand.chunk.text)
+        tokens = chunk_tokens(cand.chunk.text, segment)
         present = wanted.intersection(tokens)
         coverage = len(present) / len(wanted) if wanted else 0.0
         hits = sum(1 for t in tokens if t in wanted)
         density = min(1.0, 5.0 * hits / len(tokens)) if tokens else 0.0
-        path_tokens = set(chunk_tokens(cand.chunk.path))
+        path_tokens = set(chunk_tokens(cand.chunk.path, segment))
         path_match = 1.0 if wanted & path_tokens else 0.0
         cand.score = (
             0.45 * coverage + 0.35 * (cand.text / best_text) + 0.1 * density + 0.1 * path_match

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
+import sys
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 TOKENIZER_VERSION = "2"
@@ -68,17 +71,50 @@ _jieba: Any = None
 
 
 def _segmenter() -> Any:
-    """Load jieba once, quietly (it logs its dictionary build to stderr by default)."""
+    """Load jieba once, quietly (it logs its dictionary build to stderr by default).
+
+    Only text with CJK characters needs it (an English search never loads it). Its dictionary
+    is parsed once into a cache file kept under ``$MEMDIR_HOME/cache`` (jieba's default, the
+    system temporary folder, is emptied on reboot and the parse then costs a second again).
+    """
     global _jieba
     if _jieba is None:
         with _jieba_lock:
             if _jieba is None:
-                import jieba
-
+                jieba = _import_jieba()
                 jieba.setLogLevel(logging.WARNING)
+                cache = _jieba_cache_dir()
+                if cache is not None:
+                    jieba.dt.tmp_dir = str(cache)
                 jieba.initialize()
                 _jieba = jieba
     return _jieba
+
+
+def _import_jieba() -> Any:
+    """``import jieba`` without its optional ``pkg_resources`` import (setuptools' slowest
+    module, ~0.2 s at every start): jieba then opens its data files itself."""
+    if "pkg_resources" in sys.modules:
+        import jieba
+
+        return jieba
+    sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # makes it an ImportError
+    try:
+        import jieba
+    finally:
+        del sys.modules["pkg_resources"]
+    return jieba
+
+
+def _jieba_cache_dir() -> Path | None:
+    from memdir.config import memdir_home
+
+    folder = memdir_home() / "cache"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # jieba falls back to the temporary folder
+    return folder if os.access(folder, os.W_OK) else None
 
 
 def has_cjk(text: str) -> bool:
@@ -93,7 +129,7 @@ def estimate_tokens(text: str) -> int:
     return cjk + math.ceil(other / 4)
 
 
-def _words(text: str, *, search_mode: bool) -> list[str]:
+def _words(text: str, *, search_mode: bool, segment_cjk: bool = True) -> list[str]:
     out: list[str] = []
     for match in _SEGMENT_RE.finditer(text):
         cjk, word = match.groups()
@@ -101,7 +137,10 @@ def _words(text: str, *, search_mode: bool) -> list[str]:
             out.append(word.lower())
             continue
         assert cjk is not None
-        out.extend(p for p in _cut(cjk, search_mode) if p.strip())
+        if segment_cjk:
+            out.extend(p for p in _cut(cjk, search_mode) if p.strip())
+        else:
+            out.append(cjk)
     return out
 
 
@@ -132,10 +171,14 @@ def stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
-def index_tokens(text: str) -> list[str]:
+def index_tokens(text: str, *, segment_cjk: bool = True) -> list[str]:
     """Tokens to store in the keyword index for ``text``: search-mode segmentation, lower-cased,
-    stemmed, stopwords kept."""
-    return [stem(token) for token in _words(text, search_mode=True)]
+    stemmed, stopwords kept.
+
+    With ``segment_cjk=False`` each CJK run stays one token (no jieba): enough to find terms
+    without CJK characters, which never match inside a CJK run.
+    """
+    return [stem(token) for token in _words(text, search_mode=True, segment_cjk=segment_cjk)]
 
 
 def index_text(text: str) -> str:

@@ -7,6 +7,7 @@ exits 2 (click); anything unexpected prints one line too, or its traceback with
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -17,9 +18,35 @@ import click
 from memdir.config import default_workspace
 from memdir.errors import MemdirError
 
+#: Each command and the module that defines it, imported only when that command runs: a
+#: ``memdir search`` never loads the chat agent, the LLM clients or the MCP SDK.
+COMMAND_MODULES = {
+    "chat": "memdir.cli.chat_cmds",
+    "compact": "memdir.cli.chat_cmds",
+    "dream": "memdir.cli.dream_cmds",
+    "get": "memdir.cli.search_cmds",
+    "index": "memdir.cli.index_cmds",
+    "init": "memdir.cli.index_cmds",
+    "remember": "memdir.cli.serve_cmds",
+    "search": "memdir.cli.search_cmds",
+    "serve": "memdir.cli.serve_cmds",
+    "status": "memdir.cli.index_cmds",
+    "ui": "memdir.cli.ui_cmds",
+    "watch": "memdir.cli.serve_cmds",
+}
+
 
 class MemdirGroup(click.Group):
-    """A click group that turns memdir errors into one clear line and exit 1."""
+    """A click group that loads each command's module on demand and turns memdir errors into
+    one clear line and exit 1."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            importlib.import_module(COMMAND_MODULES[cmd_name])  # registers it on ``cli``
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
