@@ -19,6 +19,7 @@ from memdir.workspace import (
     atomic_write,
     init_workspace,
     is_daily_log,
+    is_workspace,
     locked_append,
 )
 from tests.helpers import write
@@ -120,6 +121,27 @@ def test_init_over_a_file_is_a_workspace_error(tmp_path):
 def test_missing_workspace_says_to_run_init(tmp_path):
     with pytest.raises(WorkspaceError, match="memdir init"):
         Workspace(tmp_path / "nowhere")
+
+
+def test_a_folder_without_memory_files_is_not_a_workspace(tmp_path):
+    (tmp_path / "plain").mkdir()
+
+    with pytest.raises(WorkspaceError, match=r"not a memdir workspace.*memdir init"):
+        Workspace(tmp_path / "plain")
+    assert list((tmp_path / "plain").iterdir()) == []
+
+
+@pytest.mark.parametrize("marker", ["MEMORY.md", "memory/", ".memdir/"])
+def test_any_memory_file_or_the_state_folder_makes_a_workspace(tmp_path, marker):
+    root = tmp_path / "ws"
+    root.mkdir()
+    if marker.endswith("/"):
+        (root / marker).mkdir()
+    else:
+        (root / marker).write_text("# notes\n", encoding="utf-8")
+
+    assert is_workspace(root)
+    assert Workspace(root).root == root.resolve()
 
 
 def test_workspace_on_a_file_is_refused(tmp_path):

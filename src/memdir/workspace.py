@@ -86,6 +86,16 @@ _TEMPLATES: dict[str, dict[str, str]] = {
 }
 
 
+def is_workspace(folder: Path) -> bool:
+    """Whether ``folder`` is a workspace: ``memdir init`` made it (``.memdir/``), or it already
+    holds memory files (``MEMORY.md`` or ``memory/``). Nothing is created in any other folder."""
+    return (
+        (folder / STATE_DIR).is_dir()
+        or (folder / MEMORY_FILE).is_file()
+        or (folder / MEMORY_DIR).is_dir()
+    )
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """One indexable Markdown file: its workspace-relative path, where it came from, and the
@@ -118,6 +128,11 @@ class Workspace:
             )
         if not path.is_dir():
             raise WorkspaceError(f"workspace {path} is not a folder")
+        if not is_workspace(path):
+            raise WorkspaceError(
+                f"{path} is not a memdir workspace (it has no {MEMORY_FILE}, {MEMORY_DIR}/ or "
+                f"{STATE_DIR}/): run `memdir init {path}` to make it one"
+            )
         self.root = path.resolve()
         self.extra_paths = tuple(
             (p if p.is_absolute() else self.root / p).resolve()

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -102,6 +103,33 @@ def test_missing_workspace_exit_1(runner: CliRunner, tmp_path: Path) -> None:
     assert "memdir init" in result.output
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["status"], ["search", "redis"], ["index"], ["get", "MEMORY.md"], ["remember", "a fact"]],
+)
+def test_a_folder_that_is_not_a_workspace_is_refused_and_left_alone(
+    runner: CliRunner, tmp_path: Path, args: list[str]
+) -> None:
+    folder = tmp_path / "projects"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "todo.md").write_text("- buy milk\n", encoding="utf-8")
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+
+    result = runner.invoke(cli, ["-w", str(folder), *args])
+
+    assert result.exit_code == 1
+    assert "not a memdir workspace" in result.output and "memdir init" in result.output
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+
+
+def test_init_makes_a_plain_folder_a_workspace(runner: CliRunner, tmp_path: Path) -> None:
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    assert runner.invoke(cli, ["-w", str(folder), "status"]).exit_code == 1
+    assert runner.invoke(cli, ["init", str(folder)], catch_exceptions=False).exit_code == 0
+    assert runner.invoke(cli, ["-w", str(folder), "status"]).exit_code == 0
+
+
 def test_usage_errors_exit_2(runner: CliRunner, ws: Path) -> None:
     assert runner.invoke(cli, ["search"]).exit_code == 2
     assert runner.invoke(cli, ["search", "x", "-n", "0"]).exit_code == 2
@@ -118,7 +146,11 @@ def test_bad_config_is_one_clear_line(runner: CliRunner, ws: Path) -> None:
 
 def test_every_command_has_help_and_a_docs_entry(runner: CliRunner) -> None:
     docs = DOCS.read_text(encoding="utf-8")
-    for name, command in cli.commands.items():
-        assert command.help, f"{name} has no help text"
+    ctx = click.Context(cli)
+    names = cli.list_commands(ctx)
+    assert {"search", "index", "status", "serve", "chat"} <= set(names)
+    for name in names:
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.help, f"{name} has no help text"
         assert runner.invoke(cli, [name, "--help"]).exit_code == 0
         assert re.search(rf"^## `memdir {name}", docs, re.M), f"docs/cli.md lacks {name}"
