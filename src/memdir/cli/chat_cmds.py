@@ -16,7 +16,7 @@ from rich.console import Console
 from memdir.agent.loop import ChatAgent, ToolMode
 from memdir.agent.session import Session
 from memdir.cli.chat_render import PlainView, TerminalView
-from memdir.cli.common import stdout
+from memdir.cli.common import stdout, styled
 from memdir.cli.main import cli
 from memdir.config import Config, memdir_home
 from memdir.errors import ConfigError, MemdirError
@@ -157,7 +157,7 @@ def compact_command(ctx: click.Context, session_id: str, shared: bool) -> None:
         failed = agent.last_compaction is not None and not agent.last_compaction.ok
         out = stdout()
         for note in notes[:-1] if failed else notes:
-            out.print(note, markup=False)
+            out.print(note)
         if failed:
             raise MemdirError(notes[-1])
 
@@ -188,14 +188,16 @@ def _interactive(agent: ChatAgent) -> None:
     out = stdout()
     reader = _line_reader(agent, out)
     out.print(
-        f"[bold]memdir chat[/] · session {agent.session.id} ({agent.session.scope}) · "
-        f"{agent.llm.name}/{agent.llm.model} · /help for commands, Ctrl-D to quit",
-        highlight=False,
+        styled(
+            ("memdir chat", "bold"),
+            f" · session {agent.session.id} ({agent.session.scope}) · "
+            f"{agent.llm.name}/{agent.llm.model} · /help for commands, Ctrl-D to quit",
+        )
     )
     if reader is not None:
-        out.print("[dim]Esc-Enter or a trailing \\ for a new line · Ctrl-C stops a reply[/]")
+        out.print("Esc-Enter or a trailing \\ for a new line · Ctrl-C stops a reply", style="dim")
     elif not agent.native_tools:
-        out.print(f"tools: {agent.tool_calling.describe()}", style="dim", markup=False)
+        out.print(f"tools: {agent.tool_calling.describe()}", style="dim")
     while True:
         try:
             line = reader.read() if reader is not None else input(f"[{meter(agent)}] you> ")
@@ -204,7 +206,7 @@ def _interactive(agent: ChatAgent) -> None:
                 out.print()
                 _show_notes(out, agent.end())
                 return
-            out.print("[dim]  (Ctrl-D or /quit to leave)[/]")
+            out.print("  (Ctrl-D or /quit to leave)", style="dim")
             continue
         except EOFError:
             out.print()
@@ -218,11 +220,11 @@ def _interactive(agent: ChatAgent) -> None:
             out.print("  · interrupted; your message is kept in the history", style="dim")
             continue
         if result.text and not view.showed_text:
-            out.print(result.text, markup=False, highlight=False)
+            out.print(result.text, highlight=False)
         if result.interrupted:
             out.print("  · interrupted: what was shown is kept", style="dim")
         if result.error:
-            out.print(f"error: {result.error}", style="red", markup=False)
+            out.print(f"error: {result.error}", style="red")
         if result.quit:
             return
 
@@ -236,7 +238,7 @@ def _line_reader(agent: ChatAgent, out: Console) -> LinePrompt | None:
         from memdir.cli.chat_tui import LinePrompt
     except ImportError:
         out.print(
-            "[dim]line editing and history need prompt_toolkit: pip install prompt_toolkit[/]"
+            "line editing and history need prompt_toolkit: pip install prompt_toolkit", style="dim"
         )
         return None
     return LinePrompt(agent)
@@ -249,4 +251,4 @@ def meter(agent: ChatAgent) -> str:
 
 def _show_notes(out: Console, notes: list[str]) -> None:
     for note in notes:
-        out.print(f"  · {note}", style="dim", markup=False)
+        out.print(f"  · {note}", style="dim")

@@ -1,4 +1,8 @@
-"""Helpers shared by the command modules: opening Memory, consoles, JSON output."""
+"""Helpers shared by the command modules: opening Memory, consoles, JSON output.
+
+The consoles never read markup: file names and note text are printed as they are (a path
+holding ``[/x]`` or ``[bold]`` is data, not a style). Style with :func:`styled` instead.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from memdir.memory import Memory
 
@@ -19,11 +24,19 @@ def open_memory(ctx: click.Context) -> Memory:
 
 
 def stdout() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True, markup=False)
 
 
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, markup=False)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line from plain strings and ``(text, style)`` pairs; nothing in it is read as markup.
+
+    ``styled(("note", "yellow"), f": {warning}")`` prints a yellow "note" then the warning.
+    """
+    return Text.assemble(*parts)
 
 
 def print_json(data: Any) -> None:

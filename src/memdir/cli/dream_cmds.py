@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 
-from memdir.cli.common import open_memory, print_json, stderr, stdout
+from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
 from memdir.cli.main import cli
 from memdir.dreaming import Candidate, DreamReport
 from memdir.dreaming.scoring import CONSOLIDATION_WINDOW_DAYS, DIVERSITY_TARGET
@@ -68,7 +67,7 @@ def dream_command(
         print_json(report.to_dict())
         return
     for warning in report.warnings:
-        stderr().print(f"[yellow]note[/]: {escape(warning)}")
+        stderr().print(styled(("note", "yellow"), f": {warning}"))
     if schedule:
         click.echo(report.summary())
         return
@@ -81,24 +80,21 @@ def _print_report(report: DreamReport, limit: int) -> None:
     out.print(
         f"{title} {report.now:%Y-%m-%d %H:%M} · {report.gates.name} gates: "
         f"{report.gates.describe()}",
-        markup=False,
     )
     light = report.light
     notes = ", ".join(light.notes) or "no daily notes from the last 2 days"
     out.print(
         f"light: {notes}; {light.blocks} blocks, {len(light.candidates)} after dedupe",
-        markup=False,
     )
     themes = ", ".join(
         f"{t.tag} ({t.strength:.2f}: {t.entries} entries, {t.days} days)" for t in report.themes
     )
-    out.print(f"REM: {themes or 'no recurring themes yet'}", markup=False)
+    out.print(f"REM: {themes or 'no recurring themes yet'}")
     open_entries = [c for c in report.candidates if c.entry.promoted_at is None]
     chosen = [c for c in open_entries if c.selected]
     out.print(
         f"deep: {len(report.candidates)} recalled entries, {len(chosen)} pass the gates, "
         f"{len(report.candidates) - len(open_entries)} promoted earlier",
-        markup=False,
     )
     if not report.candidates:
         out.print("nothing recalled from the daily logs yet: search first (`memdir search`)")
@@ -108,15 +104,14 @@ def _print_report(report: DreamReport, limit: int) -> None:
         out.print(f"  … {len(open_entries) - limit} more (--limit, or --json for all)")
     for line in report.promotion.evicted:
         verb = "evicted" if report.applied else "would evict"
-        out.print(f"  {verb}: {_short(line)}", markup=False)
-    out.print(report.summary(), markup=False)
+        out.print(f"  {verb}: {_short(line)}")
+    out.print(report.summary())
     if report.diary:
-        out.print(f"diary: {report.diary}", markup=False)
+        out.print(f"diary: {report.diary}")
     if not report.applied:
         out.print(
             "preview only, nothing written: `memdir dream --apply` writes, "
             "`memdir dream --explain KEY` shows how a score is made",
-            markup=False,
         )
 
 
@@ -132,24 +127,22 @@ def _print_candidate(candidate: Candidate, *, applied: bool) -> None:
     stdout().print(
         f"  {entry.key}  {candidate.score:.3f}  {entry.recall_count} recalls  "
         f"{entry.unique_queries} queries  {len(entry.days)} days  {entry.citation}  {status}",
-        markup=False,
         highlight=False,
     )
     if candidate.outcome is not None:
         for line in candidate.outcome.lines:
-            stdout().print(f"      + {_short(line)}", markup=False)
+            stdout().print(f"      + {_short(line)}")
 
 
 def _print_explain(report: DreamReport, candidate: Candidate) -> None:
     out = stdout()
     entry, factors = candidate.entry, candidate.factors
-    out.print(f"{entry.key}  {entry.citation}", markup=False)
-    out.print(f"snippet: {_short(entry.snippet.replace(chr(10), ' / '), 300)}", markup=False)
+    out.print(f"{entry.key}  {entry.citation}")
+    out.print(f"snippet: {_short(entry.snippet.replace(chr(10), ' / '), 300)}")
     out.print(
         f"recalls {entry.recall_count} · unique queries {entry.unique_queries} · days "
         f"{len(entry.days)} · first {entry.first_recalled:%Y-%m-%d %H:%M} · last "
         f"{entry.last_recalled:%Y-%m-%d %H:%M} · tags: {', '.join(entry.tags) or '-'}",
-        markup=False,
     )
     age = (report.now - entry.last_recalled).total_seconds() / 86400
     span = (entry.last_recalled.date() - entry.first_recalled.date()).days
@@ -168,13 +161,12 @@ def _print_explain(report: DreamReport, candidate: Candidate) -> None:
         "conceptual": f"{len(in_themes)} of {len(entry.tags)} tags are REM themes",
     }
     rows = factors.to_dict()
-    out.print(f"{'factor':<15}{'value':>8}{'weight':>8}{'part':>8}  why", markup=False)
+    out.print(f"{'factor':<15}{'value':>8}{'weight':>8}{'part':>8}  why")
     for name, note in notes.items():
         row = rows[name]
         out.print(
             f"{name:<15}{row['value']:>8.3f}{row['weight']:>8.2f}{row['contribution']:>8.3f}  "
             f"{note}",
-            markup=False,
         )
     light_note = "from the last 2 days' daily notes" if factors.light else "not in recent notes"
     rem_note = f"strongest theme {strongest.tag}" if strongest else "no REM theme among its tags"
@@ -183,16 +175,15 @@ def _print_explain(report: DreamReport, candidate: Candidate) -> None:
         out.print(
             f"{name:<15}{row['value']:>8.3f}{'≤' + format(row['max'], '.2f'):>8}"
             f"{row['contribution']:>8.3f}  {note}",
-            markup=False,
         )
-    out.print(f"{'score':<15}{'':>16}{factors.score:>8.3f}", markup=False)
+    out.print(f"{'score':<15}{'':>16}{factors.score:>8.3f}")
     if entry.promoted_at is not None:
         verdict = f"promoted on {entry.promoted_at:%Y-%m-%d %H:%M}"
     elif candidate.failures:
         verdict = "not promoted: " + "; ".join(candidate.failures)
     else:
         verdict = "passes: promoted by `memdir dream --apply`"
-    out.print(f"{report.gates.name} gates ({report.gates.describe()}): {verdict}", markup=False)
+    out.print(f"{report.gates.name} gates ({report.gates.describe()}): {verdict}")
 
 
 def _short(text: str, limit: int = PREVIEW_TEXT_CHARS) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from memdir.cli.common import open_memory, print_json, stderr, stdout
+from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
 from memdir.cli.main import cli
 
 
@@ -32,17 +32,17 @@ def search_command(
         return
     out = stdout()
     for warning in response.warnings:
-        stderr().print(f"[yellow]note[/]: {warning}")
+        stderr().print(styled(("note", "yellow"), f": {warning}"))
     if not response.results:
         out.print("no results")
         return
     for rank, hit in enumerate(response.results, start=1):
-        out.print(f"[bold]{rank}. {hit.citation}[/]  score {hit.score:.3f}")
+        out.print(styled((f"{rank}. {hit.citation}", "bold"), f"  score {hit.score:.3f}"))
         if explain:
             parts = ", ".join(f"{k} {v}" for k, v in hit.explain.items())
-            out.print(f"   [dim]{parts}[/]")
+            out.print(styled("   ", (parts, "dim")))
         for line in hit.snippet.splitlines():
-            out.print(f"   {line}", markup=False)
+            out.print(f"   {line}")
         out.print()
     if explain:
         table = Table("mode", "legs", "terms")
@@ -66,6 +66,6 @@ def get_command(
         print_json(result.to_dict())
         return
     if not result.exists:
-        stderr().print(f"[yellow]note[/]: {result.path} does not exist (empty)")
+        stderr().print(styled(("note", "yellow"), f": {result.path} does not exist (empty)"))
         return
     click.echo(result.text, nl=not result.text.endswith("\n"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from memdir.cli.common import print_json, stderr, stdout
+from memdir.cli.common import print_json, stderr, stdout, styled
 from memdir.cli.main import cli
 from memdir.index.sync import SyncReport
 from memdir.lifecycle.write import SECTIONS
@@ -65,10 +65,10 @@ def watch_command(ctx: click.Context, debounce: float) -> None:
                 f"removed; {report.chunks_written} chunks, {report.embedded} embedded"
             )
         for warning in report.warnings:
-            err.print(f"[yellow]warning[/]: {warning}")
+            err.print(styled(("warning", "yellow"), f": {warning}"))
 
     def failed(exc: Exception) -> None:
-        err.print(f"[red]sync failed[/]: {exc}", markup=True)
+        err.print(styled(("sync failed", "red"), f": {exc}"))
 
     with Memory(workspace) as memory:
         watcher = WorkspaceWatcher(memory, debounce=debounce, on_sync=synced, on_error=failed)
@@ -114,6 +114,6 @@ def remember_command(
     if as_json:
         print_json(result.to_dict())
     elif result.written:
-        stdout().print(f"remembered in {result.citation}", markup=False)
+        stdout().print(f"remembered in {result.citation}")
     else:
-        stdout().print(result.reason, markup=False)
+        stdout().print(result.reason)
