@@ -16,7 +16,6 @@ missing or unreadable file) is skipped, never fatal.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 from memdir.dreaming.budget import ENTRY_RE, find_blocks, split_lines
 from memdir.dreaming.store import RecallEntry
 from memdir.errors import PathNotAllowed
+from memdir.fileio import read_regular_file
 from memdir.lifecycle.archive import read_archive_header
 from memdir.workspace import MEMORY_FILE, Workspace, archive_date, is_daily_log
 
@@ -213,12 +213,11 @@ def _safe(resolve: Callable[[], Path]) -> Path | None:
 
 
 def _read(path: Path | None, limit: int = -1) -> str | None:
-    if path is None or os.path.islink(path):
+    if path is None:
         return None
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit)
-    except OSError:
+    try:  # no symlink, no FIFO (it would block): memdir.fileio
+        data = read_regular_file(path, limit=None if limit < 0 else limit)
+    except (OSError, PathNotAllowed):
         return None
     return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
 

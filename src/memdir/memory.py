@@ -25,13 +25,15 @@ from memdir.config import Config, default_workspace, index_url, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
-from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
+from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError, WorkspaceError
+from memdir.fileio import read_regular_file
 from memdir.index.manager import IndexManager
 from memdir.index.sync import Progress, SyncReport, scan_dirty
 from memdir.search import SearchResponse, run_search
 from memdir.workspace import (
     MEMORY_FILE,
     OWNER_FILES,
+    Skipped,
     Workspace,
     archive_date,
     file_kind,
@@ -136,7 +138,10 @@ class Memory:
         self.config = config if config is not None else load_config(root if root.is_dir() else None)
         self.workspace = Workspace(root, self.config.index.extra_paths)
         self.scope = scope
-        self.notes: list[str] = []
+        self.notes: list[str] = list(self.workspace.warnings)
+        removed = self.workspace.clean_stale_files()
+        if removed:
+            self.notes.append(f"removed {len(removed)} temp file(s) of killed writes")
         if embedder is None:
             embedder = self._build_embedder()
         self.embedder = embedder
@@ -241,10 +246,10 @@ class Memory:
         or larger than :data:`WIDEN_MAX_BYTES` (results from it are then shown as found)."""
         try:
             target = self.workspace.resolve_memory_path(path)
-            if target.stat().st_size > WIDEN_MAX_BYTES:
-                return None
-            data = target.read_bytes()
+            data = read_regular_file(target, limit=WIDEN_MAX_BYTES + 1)
         except (MemdirError, OSError):
+            return None
+        if len(data) > WIDEN_MAX_BYTES:
             return None
         text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
         lines = [line.removesuffix("\r") for line in text.split("\n")]
@@ -365,7 +370,8 @@ class Memory:
         """What is indexed, with which model and backend, what is dirty, and any warnings."""
         store = self.index.store()
         counts = self.index.counts()
-        dirty = scan_dirty(store, self.workspace)
+        skipped: list[Skipped] = []
+        dirty = scan_dirty(store, self.workspace, skipped)
         embedder = self.embedder
         return {
             "workspace": str(self.workspace.root),
@@ -384,7 +390,10 @@ class Memory:
             **counts,
             "dirty_files": len(dirty.changed),
             "deleted_files": len(dirty.deleted),
-            "file_warnings": self.index.read(lambda s: s.file_warnings()),
+            "file_warnings": {
+                **self.index.read(lambda s: s.file_warnings()),
+                **dict(skipped),
+            },
             "notes": [*self.notes, *self.index.notes],
         }
 
@@ -460,11 +469,11 @@ def _read_lines(
 ) -> GetResult:
     """Read ``target`` (shown as ``shown``) whole or the range ``from_line`` + ``lines``."""
     try:
-        data = target.read_bytes()
+        data = read_regular_file(target)  # never a symlink, never a FIFO (it would block)
     except FileNotFoundError:
         return GetResult(shown, "", from_line or 1, 0, 0, exists=False)
-    except IsADirectoryError:
-        raise PathNotAllowed(f"{asked}: is a folder, not a file") from None
+    except OSError as exc:
+        raise WorkspaceError(f"{asked}: cannot be read ({exc.strerror})") from exc
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
     all_lines = text.split("\n")
     if text.endswith("\n"):

@@ -1,28 +1,34 @@
-"""The workspace on disk: its layout, path safety, and the only two ways memdir writes Markdown.
+"""The workspace on disk: its layout and the one path policy for what memdir reads and writes.
 
-Every writer in memdir goes through :func:`atomic_write` (temp file + fsync + rename, so a crash
-leaves the old or the new file, never a torn one) or :func:`locked_append` (an exclusive
-cross-process lock around an append). Every path that comes from outside (a tool call, the CLI)
-goes through :meth:`Workspace.resolve_memory_path`, the one place that decides what may be read.
+:class:`Workspace` decides which paths may be touched: :meth:`Workspace.resolve_memory_path` for
+every path that comes from outside (a tool call, the CLI), :meth:`Workspace.iter_files` for what
+is indexed, :meth:`Workspace.write_path` for every writer. The bytes then move through
+:mod:`memdir.fileio` (no symlink followed, no FIFO or device opened, atomic replace or locked
+append). Limits, written down in docs/reliability.md: a hard link inside the workspace to a file
+elsewhere is indistinguishable from a regular file and is read and written like one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
 from importlib import resources
 from importlib.resources.abc import Traversable
-from pathlib import Path
-
-from filelock import FileLock, Timeout
+from pathlib import Path, PurePosixPath
 
 from memdir.errors import PathNotAllowed, WorkspaceError
+from memdir.fileio import (
+    atomic_write,
+    check_replaceable,
+    clean_stale_temp_files,
+    describe_mode,
+    locked_append,
+    read_regular_file,
+)
 
 STATE_DIR = ".memdir"
 MEMORY_FILE = "MEMORY.md"
@@ -112,12 +118,30 @@ class FileEntry:
         return Path(self.location)
 
 
+#: ``(path as shown, why it was skipped)`` of an entry the walk could not index.
+Skipped = tuple[str, str]
+
+
 class Workspace:
-    """A memdir workspace folder.
+    """A memdir workspace folder, and the one path policy for everything memdir reads or writes.
+
+    - Reads of a caller's path (a tool call, the CLI): :meth:`resolve_memory_path`.
+    - The files to index: :meth:`iter_files` (no symlink followed, special files and names that
+      are not UTF-8 skipped with a reason, folders nested deeper than :data:`MAX_FOLDER_DEPTH`
+      not entered).
+    - Writes: :meth:`write_path` for the target, then :meth:`replace_file` or
+      :meth:`append_file` (never through a symlink, never into a special file).
+    - Configured extra paths are resolved once here; one that a symlink leads out of the
+      workspace is refused (:attr:`warnings`). Their files are read only below the resolved
+      folder, never through a link inside it.
 
     Args:
         root: the workspace folder. It must exist (use :func:`init_workspace` to create one).
         extra_paths: more Markdown files or folders to index and allow in ``memory_get``.
+            One inside the workspace must stay there once its links are resolved.
+
+    Raises:
+        WorkspaceError: the folder is missing, or its state folder is (or holds) a symlink.
     """
 
     def __init__(self, root: Path | str, extra_paths: tuple[str, ...] = ()) -> None:
@@ -134,15 +158,68 @@ class Workspace:
                 f"{STATE_DIR}/): run `memdir init {path}` to make it one"
             )
         self.root = path.resolve()
-        self.extra_paths = tuple(
-            (p if p.is_absolute() else self.root / p).resolve()
-            for p in (Path(e).expanduser() for e in extra_paths)
-        )
+        #: Configured paths that were refused, and why (``memdir status`` lists them).
+        self.warnings: list[str] = []
+        self.extra_paths = self._checked_extra_paths(extra_paths)
+        self._check_state_dir()
+
+    def _checked_extra_paths(self, entries: tuple[str, ...]) -> tuple[Path, ...]:
+        kept: list[Path] = []
+        for entry in entries:
+            given = Path(entry).expanduser()
+            lexical = Path(os.path.normpath(self.root / given))
+            resolved = lexical.resolve()
+            # A relative path names a place in the workspace: a symlink there must not lead out
+            # (a cloned repository carries links). `..` in the user's own config is explicit.
+            if _within(lexical, self.root) and not _within(resolved, self.root):
+                self.warnings.append(
+                    f"index.extra_paths: {entry!r} leads out of the workspace (to {resolved}) "
+                    "through a symlink: not indexed and not readable"
+                )
+            elif _within(resolved, self.state_dir):
+                self.warnings.append(f"index.extra_paths: {entry!r} is memdir's state folder")
+            else:
+                kept.append(resolved)
+        return tuple(kept)
+
+    def _check_state_dir(self) -> None:
+        """Refuse a ``.memdir`` that is a symlink or holds one: memdir writes its index, locks
+        and sessions there, and a cloned repository could point them at any file."""
+        state = self.state_dir
+        try:
+            st = os.lstat(state)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            raise WorkspaceError(
+                f"{state} is {describe_mode(st.st_mode)}, not a folder: memdir keeps its state "
+                "there; move it away"
+            )
+        for folder in (state, *(state / sub for sub in _STATE_SUBDIRS)):
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries[:_STATE_SCAN_LIMIT]:
+                if entry.is_symlink() and entry.name not in _STATE_LINKS_ALLOWED:
+                    raise WorkspaceError(
+                        f"{entry.path} is a symlink: memdir's state folder must hold none (a "
+                        "cloned repository could aim memdir's writes at any file); remove it"
+                    )
 
     @property
     def state_dir(self) -> Path:
         """``<workspace>/.memdir``: machine state, never the truth."""
         return self.root / STATE_DIR
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Where :meth:`replace_file` puts its temp files (git-ignored, cleaned at start-up)."""
+        return self.state_dir / "tmp"
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.state_dir / "locks"
 
     @property
     def memory_file(self) -> Path:
@@ -152,26 +229,39 @@ class Workspace:
         """The path of the daily log for ``day`` (``YYYY-MM-DD``)."""
         return self.root / MEMORY_DIR / f"{day}.md"
 
-    def iter_files(self) -> Iterator[FileEntry]:
+    # -- the files to index ---------------------------------------------------------------
+
+    def iter_files(self, skipped: list[Skipped] | None = None) -> Iterator[FileEntry]:
         """Yield every indexable Markdown file, sorted, without following symlinks (SPEC §3).
 
         Uses ``os.scandir`` so that each file costs one ``lstat`` (a search runs this first).
+
+        Args:
+            skipped: when given, receives ``(path, reason)`` for each ``.md`` file or folder
+                that was left out: a symlink, a FIFO/socket/device, a name that is not UTF-8,
+                a folder that cannot be read or is nested too deep.
         """
+        skip = skipped.append if skipped is not None else _ignore
         seen: set[str] = set()
         root = str(self.root)
         memory = os.path.join(root, MEMORY_FILE)
-        st = _regular_md_stat(memory)
+        st = _regular_md_stat(memory, MEMORY_FILE, skip)
         if st is not None:
             seen.add(memory)
             yield FileEntry(MEMORY_FILE, memory, "memory", st.st_mtime_ns, st.st_size)
         for folder in (MEMORY_DIR, SKILLS_DIR):
-            for location, rel, st in _walk_md(os.path.join(root, folder), folder):
-                seen.add(location)
-                yield FileEntry(rel, location, "memory", st.st_mtime_ns, st.st_size)
+            location = os.path.join(root, folder)
+            if os.path.islink(location):
+                skip((folder, "a symlink: not followed, not indexed"))
+                continue
+            for abspath, rel, st in _walk_md(location, folder, skip):
+                seen.add(abspath)
+                yield FileEntry(rel, abspath, "memory", st.st_mtime_ns, st.st_size)
         for extra in self.extra_paths:
             location = str(extra)
-            st = _regular_md_stat(location)
-            found = [(location, "", st)] if st is not None else list(_walk_md(location, ""))
+            shown = self.display_path(extra)
+            st = _regular_md_stat(location, shown, _ignore)
+            found = [(location, "", st)] if st is not None else _walk_md(location, shown, skip)
             for abspath, _, entry_stat in found:
                 if abspath in seen:
                     continue
@@ -191,11 +281,14 @@ class Workspace:
         except ValueError:
             return abspath.as_posix()
 
+    # -- reading ----------------------------------------------------------------------------
+
     def resolve_memory_path(self, path: str) -> Path:
         """Check a path given by a caller and return where it points (SPEC §6).
 
         Allowed: MEMORY.md, ``memory/**``, ``skills/**`` and configured extra paths; ``.md``
-        only; no ``..``, no absolute path outside the extra paths, no symlink anywhere on the way.
+        only; no ``..``, no absolute path outside the extra paths, no symlink anywhere on the
+        way, no FIFO, socket or device; and once every link is resolved, still inside.
 
         Raises:
             PathNotAllowed: with the reason, for any other path.
@@ -211,7 +304,7 @@ class Workspace:
             for extra in self.extra_paths:
                 if _within(raw, extra):
                     _refuse_symlinks(raw, stop_at=extra)
-                    return raw
+                    return _checked_target(raw, extra, path)
             try:
                 rel = raw.relative_to(self.root)
             except ValueError:
@@ -222,13 +315,73 @@ class Workspace:
             len(parts) > 1 and parts[0] in (MEMORY_DIR, SKILLS_DIR)
         )
         candidate = self.root / raw
-        if not allowed and not any(_within(candidate, extra) for extra in self.extra_paths):
-            raise PathNotAllowed(
-                f"{path}: only MEMORY.md, memory/**, skills/** and configured extra paths "
-                "can be read"
-            )
+        base = self.root
+        if not allowed:
+            base = next((e for e in self.extra_paths if _within(candidate, e)), Path())
+            if base == Path():
+                raise PathNotAllowed(
+                    f"{path}: only MEMORY.md, memory/**, skills/** and configured extra paths "
+                    "can be read"
+                )
         _refuse_symlinks(candidate, stop_at=self.root)
-        return candidate
+        return _checked_target(candidate, base, path)
+
+    def read_file(self, rel: str) -> bytes:
+        """The bytes of a workspace file memdir itself reads (``AGENTS.md``, a daily log…):
+        the same rules as a write target, so no symlink and no special file.
+
+        Raises:
+            FileNotFoundError: the file does not exist.
+            PathNotAllowed: a symlink on the way, or not a regular file.
+        """
+        return read_regular_file(self.write_path(rel))
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def write_path(self, rel: str) -> Path:
+        """Where memdir may write ``rel`` (workspace-relative): every folder on the way a real
+        folder, not a symlink; the file itself absent or a regular file.
+
+        Raises:
+            PathNotAllowed: with the reason and what to do.
+        """
+        raw = PurePosixPath(rel)
+        if not rel or raw.is_absolute() or ".." in raw.parts or "\x00" in rel:
+            raise PathNotAllowed(f"{rel!r}: not a path inside the workspace")
+        current = self.root
+        for part in raw.parts[:-1]:
+            current = current / part
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                break  # the writer creates the rest
+            if stat.S_ISLNK(st.st_mode):
+                raise PathNotAllowed(
+                    f"{rel}: {self.display_path(current)} is a symlink; memdir never writes "
+                    "through a symlink (it would change files elsewhere)"
+                )
+            if not stat.S_ISDIR(st.st_mode):
+                raise PathNotAllowed(f"{rel}: {self.display_path(current)} is not a folder")
+        target = self.root / raw
+        check_replaceable(target)
+        return target
+
+    def replace_file(self, rel: str, text: str) -> Path:
+        """Replace ``rel`` atomically (:func:`~memdir.fileio.atomic_write`); returns its path."""
+        path = self.write_path(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text, tmp_dir=self.tmp_dir)
+        return path
+
+    def append_file(self, rel: str, text: str) -> int:
+        """Append to ``rel`` under its lock (:func:`~memdir.fileio.locked_append`); returns the
+        1-based line where ``text`` starts."""
+        return locked_append(self.write_path(rel), text, lock_dir=self.lock_dir)
+
+    def clean_stale_files(self) -> list[str]:
+        """Remove temp files that killed writes left (older than an hour); returns them."""
+        folders = [self.tmp_dir, self.root, self.root / MEMORY_DIR]
+        return [self.display_path(Path(p)) for p in clean_stale_temp_files(folders)]
 
     def resolve_owner_file(self, name: str) -> Path:
         """Where one of :data:`OWNER_FILES` is (USER.md, AGENTS.md, DREAMS.md).
@@ -240,7 +393,7 @@ class Workspace:
             raise PathNotAllowed(f"{name}: not one of {', '.join(OWNER_FILES)}")
         candidate = self.root / name
         _refuse_symlinks(candidate, stop_at=self.root)
-        return candidate
+        return _checked_target(candidate, self.root, name)
 
 
 def file_kind(path: str) -> str:
@@ -307,6 +460,7 @@ def init_workspace(
 
     Raises:
         WorkspaceError: the language is unknown or the folder cannot be written.
+        PathNotAllowed: a file to write (``.gitignore``, a template) is a symlink.
     """
     if lang not in _TEMPLATES:
         raise WorkspaceError(f"unknown language {lang!r}: choose one of {', '.join(_TEMPLATES)}")
@@ -317,19 +471,21 @@ def init_workspace(
         path = path.resolve()
         for folder in (MEMORY_DIR, SKILLS_DIR, STATE_DIR):
             (path / folder).mkdir(exist_ok=True)
+        workspace = Workspace(path)
         files = dict(_TEMPLATES[lang])
         if sample:
             files.update(_sample_files())
         for name, text in files.items():
-            target = path / name
-            if not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(target, text)
+            if not os.path.lexists(path / name):
+                workspace.replace_file(name, text)
                 created.append(name)
-        ignore = path / ".gitignore"
-        lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+        try:
+            current = workspace.read_file(".gitignore").decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            current = ""
+        lines = current.splitlines()
         if f"{STATE_DIR}/" not in lines and STATE_DIR not in lines:
-            atomic_write(ignore, "\n".join([*lines, f"{STATE_DIR}/"]) + "\n")
+            workspace.replace_file(".gitignore", "\n".join([*lines, f"{STATE_DIR}/"]) + "\n")
             created.append(".gitignore")
     except OSError as exc:
         raise WorkspaceError(f"cannot create workspace at {path}: {exc.strerror}") from exc
@@ -353,129 +509,107 @@ def _sample_files() -> dict[str, str]:
     return out
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically: temp file in the same folder, fsync, rename.
+#: Folders below ``memory/``, ``skills/`` or an extra path deeper than this are not entered
+#: (a tree of ~950 nested folders used to exhaust Python's recursion).
+MAX_FOLDER_DEPTH = 64
+#: Sub-folders of ``.memdir`` checked for symlinks, and how many entries of each.
+_STATE_SUBDIRS = ("locks", "tmp", "sessions", "indexes")
+_STATE_SCAN_LIMIT = 10_000
+#: The one file in ``.memdir`` that may be a link: it is only read, and dotfile managers link it.
+_STATE_LINKS_ALLOWED = frozenset({"config.toml"})
 
-    A crash at any point leaves either the old file or the new one. The file mode of an existing
-    file is kept.
-    """
-    data = text.encode("utf-8")
-    folder = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+
+def _ignore(_: Skipped) -> None:
+    return None
+
+
+def _shown_name(name: str) -> str | None:
+    """``name`` when it is valid UTF-8 (it came from ``os.scandir``), else None."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~_UMASK  # a new file gets the usual mode, not mkstemp's 0600
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(folder)
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return name
 
 
-def locked_append(path: Path, text: str, *, lock_dir: Path, timeout: float = 10.0) -> int:
-    """Append ``text`` to ``path`` under an exclusive cross-process lock; return its first line.
-
-    The text is written with one ``write`` call on an ``O_APPEND`` descriptor and fsynced, so a
-    concurrent appender never interleaves inside it. A file not ending in a newline gets one first.
-
-    Returns:
-        The 1-based line number where ``text`` starts.
-
-    Raises:
-        WorkspaceError: the lock could not be taken within ``timeout`` seconds.
-    """
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(lock_dir / f"{_lock_name(path)}.lock"))
-    try:
-        with lock.acquire(timeout=timeout):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            existing = path.read_bytes() if path.exists() else b""
-            prefix = b"\n" if existing and not existing.endswith(b"\n") else b""
-            start_line = existing.count(b"\n") + 1 + (1 if prefix else 0)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, prefix + text.encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            return start_line
-    except Timeout as exc:
-        raise WorkspaceError(f"{path}: another process holds the write lock; try again") from exc
+def _printable(path: str) -> str:
+    """A path with undecodable bytes shown as ``\\xNN`` (for a warning)."""
+    return os.fsencode(path).decode("utf-8", errors="backslashreplace")
 
 
-def _read_umask() -> int:
-    # os.umask can only be read by setting it; do it once, at import, before any threads.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
-
-
-def _lock_name(path: Path) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(path.resolve()))[-150:]
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _regular_md_stat(path: str) -> os.stat_result | None:
-    """The ``lstat`` of ``path`` when it is a regular ``.md`` file (not a symlink), else None."""
+def _regular_md_stat(
+    path: str, shown: str, skip: Callable[[Skipped], None]
+) -> os.stat_result | None:
+    """The ``lstat`` of ``path`` when it is a regular ``.md`` file (not a symlink), else None
+    (reporting a symlink or a special file to ``skip``)."""
     if not path.lower().endswith(".md"):
         return None
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return st if stat.S_ISREG(st.st_mode) else None
+    if stat.S_ISREG(st.st_mode):
+        return st
+    if not stat.S_ISDIR(st.st_mode):
+        skip((shown, f"{describe_mode(st.st_mode)}: not indexed"))
+    return None
 
 
-def _walk_md(folder: str, rel: str) -> Iterator[tuple[str, str, os.stat_result]]:
+def _walk_md(
+    folder: str, rel: str, skip: Callable[[Skipped], None]
+) -> Iterator[tuple[str, str, os.stat_result]]:
     """``(absolute path, posix path relative to the workspace, lstat)`` of the Markdown files
-    under ``folder``, sorted, skipping symlinks and hidden folders."""
+    under ``folder``, sorted, depth first, skipping symlinks and hidden folders.
+
+    Iterative, so no nesting exhausts the stack; :data:`MAX_FOLDER_DEPTH` bounds it anyway.
+    """
     if os.path.islink(folder):
         return
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:  # missing, not a folder, unreadable
-        return
-    subfolders = []
-    for entry in entries:
-        if entry.is_symlink():
+    stack: list[tuple[str, str, int]] = [(folder, rel, 0)]
+    while stack:
+        path, prefix, depth = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        prefix = f"{rel}/{entry.name}" if rel else entry.name
-        if entry.is_dir(follow_symlinks=False):
-            if not entry.name.startswith("."):
-                subfolders.append((entry.path, prefix))
-        elif entry.name.lower().endswith(".md"):
+        except OSError as exc:
+            skip((prefix or path, f"folder cannot be read ({exc.strerror}): not indexed"))
+            continue
+        subfolders: list[tuple[str, str, int]] = []
+        for entry in entries:
+            name = _shown_name(entry.name)
+            shown = f"{prefix}/{name}" if prefix else (name or "")
             try:
-                st = entry.stat(follow_symlinks=False)
+                is_link = entry.is_symlink()
+                is_dir = not is_link and entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                yield entry.path, prefix, st
-    for path, prefix in subfolders:
-        yield from _walk_md(path, prefix)
+            if is_dir and entry.name.startswith("."):
+                continue
+            if not is_dir and not entry.name.lower().endswith(".md"):
+                continue
+            if name is None:
+                bad = _printable(entry.path)
+                skip((bad, "name is not valid UTF-8: not indexed (rename it)"))
+                continue
+            if is_link:
+                skip((shown, "a symlink: not followed, not indexed"))
+            elif is_dir:
+                if depth + 1 > MAX_FOLDER_DEPTH:
+                    skip((shown, f"nested deeper than {MAX_FOLDER_DEPTH} folders: not indexed"))
+                else:
+                    subfolders.append((entry.path, shown, depth + 1))
+            else:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    yield entry.path, shown, st
+                else:
+                    skip((shown, f"{describe_mode(st.st_mode)}: not indexed"))
+        stack.extend(reversed(subfolders))
 
 
 def _within(path: Path, folder: Path) -> bool:
@@ -495,3 +629,30 @@ def _refuse_symlinks(path: Path, *, stop_at: Path) -> None:
         if current.parent == current:
             break
         current = current.parent
+
+
+def _checked_target(candidate: Path, base: Path, shown: str) -> Path:
+    """The last line of the read policy: not a special file, and inside ``base`` once every
+    link is resolved (whatever the lexical checks missed)."""
+    try:
+        st = os.lstat(candidate)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise PathNotAllowed(f"{shown}: {describe_mode(st.st_mode)}, not a regular file")
+    if not _within(Path(os.path.realpath(candidate)), base):
+        raise PathNotAllowed(f"{shown}: leads outside {base} once symlinks are resolved")
+    return candidate
+
+
+__all__ = [
+    "MAX_FOLDER_DEPTH",
+    "FileEntry",
+    "Skipped",
+    "Workspace",
+    "atomic_write",
+    "init_workspace",
+    "is_daily_log",
+    "locked_append",
+    "read_regular_file",
+]

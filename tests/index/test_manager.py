@@ -57,9 +57,9 @@ def test_rebuild_failure_keeps_the_old_index(backend: Backend, workspace: Path) 
     # Make phase 1 of the rebuild fail: the workspace listing raises.
     original = Workspace.iter_files
 
-    def boom(self: Workspace):  # type: ignore[no-untyped-def]
+    def boom(self: Workspace, skipped=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
-        yield from original(self)
+        yield from original(self, skipped)
 
     Workspace.iter_files = boom  # type: ignore[method-assign]
     try:

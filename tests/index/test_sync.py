@@ -12,6 +12,7 @@ import pytest
 
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
+from memdir.index import sync as sync_module
 from memdir.index.sync import chunk_id, decode_markdown, scan_dirty, sync_files
 from tests.helpers import write
 from tests.index.conftest import Backend
@@ -220,19 +221,19 @@ def test_file_changed_while_being_read_is_synced_again(
     backend: Backend, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(workspace, "memory/racy.md", "first version\n")
-    real_read = Path.read_bytes
+    real_read = sync_module.read_regular_file
 
-    def read_then_edit(self: Path) -> bytes:
-        data = real_read(self)
+    def read_then_edit(self: Path, **kwargs) -> bytes:  # type: ignore[no-untyped-def]
+        data = real_read(self, **kwargs)
         if self.name == "racy.md":
             with open(self, "a", encoding="utf-8") as fh:  # a writer appends meanwhile
                 fh.write("second version zebra\n")
         return data
 
     mgr = backend.manager(workspace)
-    monkeypatch.setattr(Path, "read_bytes", read_then_edit)
+    monkeypatch.setattr(sync_module, "read_regular_file", read_then_edit)
     mgr.sync()
-    monkeypatch.setattr(Path, "read_bytes", real_read)
+    monkeypatch.setattr(sync_module, "read_regular_file", real_read)
     # What was indexed is the first version, and the file is known to be stale.
     assert [e.path for e in scan_dirty(mgr.store(), mgr.workspace).changed] == ["memory/racy.md"]
     mgr.sync()

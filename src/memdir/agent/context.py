@@ -86,13 +86,11 @@ def bootstrap_sections(
     for name in BOOTSTRAP_FILES:
         if not private and name in PRIVATE_FILES:
             continue
-        path = workspace.root / name
         try:
-            if path.is_symlink() or not path.is_file():
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace").removeprefix("\ufeff")
-        except OSError:
+            data = workspace.read_file(name)
+        except (OSError, MemdirError):  # missing, a symlink, a FIFO…: left out
             continue
+        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
         if not text.strip():
             continue
         cap = min(file_cap, remaining)
@@ -116,13 +114,11 @@ def daily_notes_block(
     remaining = total_cap
     for day in (today.date(), today.date() - timedelta(days=1)):
         rel = f"{MEMORY_DIR}/{day.isoformat()}.md"
-        path = workspace.daily_log(day.isoformat())
         try:
-            if path.is_symlink() or not path.is_file():
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
+            data = workspace.read_file(rel)
+        except (OSError, MemdirError):  # missing, a symlink, a FIFO…: left out
             continue
+        text = data.decode("utf-8", errors="replace").strip()
         cap = min(file_cap, remaining)
         if not text or cap <= 0:
             continue

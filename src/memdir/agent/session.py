@@ -22,12 +22,16 @@ from typing import Any
 
 from memdir import clock
 from memdir.errors import MemdirError, WorkspaceError
+from memdir.fileio import read_regular_file
 from memdir.llm.base import ROLES, Message, ToolCall
 
 SESSIONS_DIR = "sessions"
 FORMAT_VERSION = 1
 #: User and assistant messages remembered for the archive and extraction, compactions aside.
 DIALOGUE_MESSAGES = 200
+
+#: A transcript is never appended through a symlink (a cloned `.memdir` could hold one).
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def sessions_dir(state_dir: Path) -> Path:
@@ -106,7 +110,7 @@ class Session:
             raise MemdirError(f"invalid session id {session_id!r}")
         path = folder / f"{session_id}.jsonl"
         try:
-            raw = path.read_bytes()
+            raw = read_regular_file(path)
         except FileNotFoundError:
             raise MemdirError(
                 f"no chat session {session_id!r} in {folder} (use `last` for the most recent)"
@@ -186,7 +190,7 @@ class Session:
         ).encode("utf-8")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW, 0o600)
             try:
                 os.write(fd, data)
             finally:

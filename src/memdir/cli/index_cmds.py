@@ -17,7 +17,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from memdir.cli.common import open_memory, print_json, stderr, stdout
+from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
 from memdir.cli.main import cli
 from memdir.llm.tool_support import tool_refusals
 from memdir.workspace import init_workspace
@@ -88,6 +88,8 @@ def index_command(ctx: click.Context, force: bool, as_json: bool) -> None:
             out.print(f"{report.pending_vectors} chunks still need an embedding")
         for warning in report.warnings:
             err.print(f"warning: {warning}")
+        for path, reason in report.skipped:
+            err.print(f"skipped: {path}: {reason}")
 
 
 @cli.command("status")
@@ -144,6 +146,6 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     out = stdout()
     out.print(table)
     for path, warning in info["file_warnings"].items():
-        out.print(f"[yellow]warning[/]: {path}: {warning}")
+        out.print(styled(("warning", "yellow"), f": {path}: {warning}"))
     for note in info["notes"]:
-        out.print(f"[yellow]note[/]: {note}")
+        out.print(styled(("note", "yellow"), f": {note}"))

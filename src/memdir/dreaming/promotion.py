@@ -42,9 +42,12 @@ from memdir.dreaming.budget import (
 from memdir.dreaming.budget import append_entries as append_to_block
 from memdir.dreaming.store import RecallEntry, mentioned_terms
 from memdir.errors import PathNotAllowed, WorkspaceError
+from memdir.fileio import read_regular_file
 from memdir.lifecycle.write import memory_write_lock
 from memdir.text import jaccard, similarity_tokens, stem
-from memdir.workspace import MEMORY_FILE, Workspace, atomic_write, locked_append
+from memdir.workspace import MEMORY_FILE, Workspace
+
+DREAMS_FILE = "DREAMS.md"
 
 DEDUPE_JACCARD = 0.9
 WRITE_ATTEMPTS = 5
@@ -110,8 +113,8 @@ class PromotionResult:
 def read_note(path: Path) -> list[str] | None:
     """The lines of a note as the chunker sees them (no BOM, no ``\\r``); None when missing."""
     try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        data = read_regular_file(path)
+    except (FileNotFoundError, NotADirectoryError, PathNotAllowed):
         return None
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
     lines = text.split("\n")
@@ -285,7 +288,7 @@ def _plan_and_write(
 ) -> PromotionResult:
     memory = workspace.root / MEMORY_FILE
     for _ in range(WRITE_ATTEMPTS):
-        before = _read_bytes(memory)
+        before = _read_bytes(workspace, MEMORY_FILE)
         text = _decode(before, memory)
         outcomes, new_lines = plan_promotions(workspace, text, entries, snippet_chars=snippet_chars)
         trimmed = enforce_budget(append_to_block(text, day, new_lines), budget)
@@ -307,10 +310,10 @@ def _plan_and_write(
         )
         if not apply or trimmed.text == text:
             return result
-        if _read_bytes(memory) != before:
+        if _read_bytes(workspace, MEMORY_FILE) != before:
             continue  # written behind our back (an editor takes no lock): plan again
         try:
-            atomic_write(memory, trimmed.text)
+            workspace.replace_file(MEMORY_FILE, trimmed.text)
         except OSError as exc:
             raise WorkspaceError(f"cannot write {memory}: {exc.strerror or exc}") from exc
         result.written = True
@@ -321,11 +324,15 @@ def _plan_and_write(
 
 
 def append_diary(workspace: Workspace, entry: str) -> Path:
-    """Append one entry to ``DREAMS.md`` with :func:`memdir.workspace.locked_append`."""
-    path = workspace.root / "DREAMS.md"
+    """Append one entry to ``DREAMS.md`` (:meth:`memdir.workspace.Workspace.append_file`).
+
+    Raises:
+        PathNotAllowed: ``DREAMS.md`` is a symlink or a special file.
+    """
+    path = workspace.write_path(DREAMS_FILE)
     header = "" if path.exists() else "# Dream diary\n\nWritten by `memdir dream --diary`.\n\n"
     try:
-        locked_append(path, header + entry, lock_dir=workspace.state_dir / "locks")
+        workspace.append_file(DREAMS_FILE, header + entry)
     except OSError as exc:
         raise WorkspaceError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return path
@@ -349,9 +356,9 @@ def diary_entry(now: datetime, result: PromotionResult, budget: int) -> str:
     return "\n".join(out) + "\n\n"
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(workspace: Workspace, rel: str) -> bytes | None:
     try:
-        return path.read_bytes()
+        return workspace.read_file(rel)
     except FileNotFoundError:
         return None
 

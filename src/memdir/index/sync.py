@@ -30,11 +30,12 @@ import numpy as np
 
 from memdir.config import ChunkingConfig
 from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, token_batches
-from memdir.errors import ConfigError, ProviderError
+from memdir.errors import ConfigError, PathNotAllowed, ProviderError
+from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.markdown.chunking import chunk_markdown, text_hash
 from memdir.text import KEYWORD_TOKENIZERS
-from memdir.workspace import FileEntry, Workspace
+from memdir.workspace import FileEntry, Skipped, Workspace
 
 #: Files larger than this are indexed for keyword search only (embedding them would take
 #: minutes and one huge file is rarely a memory); status says so.
@@ -57,6 +58,8 @@ class SyncReport:
     cache_hits: int = 0
     pending_vectors: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: ``(path, reason)`` of entries the walk left out (symlinks, FIFOs, bad names…).
+    skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -75,12 +78,15 @@ class DirtyState:
         return bool(self.changed or self.deleted)
 
 
-def scan_dirty(store: IndexBackend, workspace: Workspace) -> DirtyState:
-    """Compare the files on disk with the index using ``lstat`` only (no reads)."""
+def scan_dirty(
+    store: IndexBackend, workspace: Workspace, skipped: list[Skipped] | None = None
+) -> DirtyState:
+    """Compare the files on disk with the index using ``lstat`` only (no reads); entries the
+    walk leaves out (symlinks, FIFOs, names that are not UTF-8…) go to ``skipped``."""
     known = store.file_rows()
     changed: list[FileEntry] = []
     seen: set[str] = set()
-    for entry in workspace.iter_files():
+    for entry in workspace.iter_files(skipped):
         seen.add(entry.path)
         row = known.get(entry.path)
         if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
@@ -116,7 +122,7 @@ def sync_files(
     started = time.perf_counter()
     report = report or SyncReport()
     if dirty is None:
-        dirty = scan_dirty(store, workspace)
+        dirty = scan_dirty(store, workspace, report.skipped)
     known = store.file_rows()
     model = embedder.model_id if embedder else "fts"
     total = len(dirty.changed)
@@ -149,9 +155,9 @@ def _sync_one(
         before = entry.abspath.lstat()
         if not stat.S_ISREG(before.st_mode):
             return False
-        data = entry.abspath.read_bytes()
+        data = read_regular_file(entry.abspath)
         after = os.lstat(entry.abspath)
-    except FileNotFoundError:
+    except (FileNotFoundError, PathNotAllowed):  # gone, or swapped for a link or a FIFO
         return False
     except OSError as exc:
         report.warnings.append(f"{entry.path}: cannot be read ({exc.strerror}); skipped")

@@ -11,6 +11,7 @@ the name is free, so the archive is created whole or not at all.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import unicodedata
@@ -22,7 +23,7 @@ from memdir.errors import MemdirError, WorkspaceError
 from memdir.lifecycle.write import memory_write_lock
 from memdir.llm.base import LLM, Message
 from memdir.llm.prompts import load_prompt
-from memdir.workspace import MEMORY_DIR, Workspace, atomic_write
+from memdir.workspace import MEMORY_DIR, Workspace
 
 ARCHIVE_MESSAGES = 15
 SLUG_TIMEOUT_S = 15.0
@@ -168,12 +169,10 @@ def archive_session(
     folder = workspace.root / MEMORY_DIR
     with memory_write_lock(workspace):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             for n in range(1, MAX_SUFFIX + 1):
                 name = f"{day}-{slug}.md" if n == 1 else f"{day}-{slug}-{n}.md"
-                target = folder / name
-                if not target.exists() and not target.is_symlink():
-                    atomic_write(target, text)
+                if not os.path.lexists(folder / name):
+                    workspace.replace_file(f"{MEMORY_DIR}/{name}", text)
                     return ArchiveResult(f"{MEMORY_DIR}/{name}", slug, from_llm, len(kept), note)
         except OSError as exc:
             raise WorkspaceError(f"cannot write the session archive: {exc.strerror}") from exc

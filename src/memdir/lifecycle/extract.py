@@ -279,10 +279,9 @@ class _EmbeddingDedup:
 
     def _lines(self, section: str) -> list[tuple[int, str]]:
         if self._sections is None:
-            path = self.workspace.memory_file
             try:
-                text = path.read_text(encoding="utf-8") if path.exists() else ""
-            except (OSError, UnicodeDecodeError):
+                text = self.workspace.read_file(MEMORY_FILE).decode("utf-8")
+            except (OSError, UnicodeDecodeError, MemdirError):  # missing, a symlink, not UTF-8
                 text = ""
             sections = parse_sections(text)
             self._sections = {}

@@ -35,14 +35,7 @@ from memdir.markdown.sections import (
     parse_sections,
 )
 from memdir.text import jaccard, similarity_tokens
-from memdir.workspace import (
-    MEMORY_DIR,
-    MEMORY_FILE,
-    SECTION_HEADINGS,
-    Workspace,
-    atomic_write,
-    locked_append,
-)
+from memdir.workspace import MEMORY_DIR, MEMORY_FILE, SECTION_HEADINGS, Workspace
 
 TARGETS = ("daily", "memory")
 SECTIONS = tuple(SECTION_HEADINGS["en"])
@@ -134,7 +127,7 @@ def check_target(target: str, section: str | None) -> None:
 @contextlib.contextmanager
 def memory_write_lock(workspace: Workspace, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     """The workspace's cross-process lock for read-check-write updates of memory files."""
-    lock_dir = workspace.state_dir / "locks"
+    lock_dir = workspace.lock_dir
     try:
         lock_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -186,8 +179,7 @@ def write_memory(
 
 def _write_daily(workspace: Workspace, fact: str, day: str) -> WriteResult:
     rel = f"{MEMORY_DIR}/{day}.md"
-    path = workspace.resolve_memory_path(rel)
-    existing = path.read_bytes() if path.exists() else b""
+    existing = _existing(workspace, rel)
     current = existing.decode("utf-8", errors="replace")
     duplicate = find_duplicate(fact, content_lines(current))
     if duplicate is not None:
@@ -196,14 +188,13 @@ def _write_daily(workspace: Workspace, fact: str, day: str) -> WriteResult:
     payload = f"- {fact}{eol}"
     if not current.strip():
         payload = f"# {day}{eol}{eol}{payload}"
-    start = locked_append(path, payload, lock_dir=workspace.state_dir / "locks")
+    start = workspace.append_file(rel, payload)
     line = start + payload.count("\n") - 1
     return WriteResult(rel, line, True, f"appended to the daily log {rel}", fact)
 
 
 def _write_section(workspace: Workspace, fact: str, section: str) -> WriteResult:
-    path = workspace.resolve_memory_path(MEMORY_FILE)
-    data = path.read_bytes() if path.exists() else b""
+    data = _existing(workspace, MEMORY_FILE)
     try:
         current = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -219,9 +210,21 @@ def _write_section(workspace: Workspace, fact: str, section: str) -> WriteResult
         if duplicate is not None:
             return _skipped(MEMORY_FILE, fact, duplicate)
     new_text, line = insert_bullet(current, section, f"- {fact}")
-    atomic_write(path, new_text)
+    workspace.replace_file(MEMORY_FILE, new_text)
     title = found.title if found is not None else parse_sections(new_text)[-1].title
     return WriteResult(MEMORY_FILE, line, True, f"added to {MEMORY_FILE} under ## {title}", fact)
+
+
+def _existing(workspace: Workspace, rel: str) -> bytes:
+    """The current bytes of a file memdir is about to write (empty when it does not exist).
+
+    Raises:
+        PathNotAllowed: it is a symlink or a special file: memdir does not write it.
+    """
+    try:
+        return workspace.read_file(rel)
+    except FileNotFoundError:
+        return b""
 
 
 def find_duplicate(fact: str, lines: list[tuple[int, str]]) -> tuple[int, float] | None:

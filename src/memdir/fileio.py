@@ -1,0 +1,264 @@
+"""The only ways memdir touches the bytes of a workspace file.
+
+- :func:`read_regular_file` opens with ``O_NOFOLLOW | O_NONBLOCK`` and checks the open file
+  is a regular file, so a symlink is refused and a FIFO, socket or device is never read (a FIFO
+  would block the caller forever).
+- :func:`atomic_write`: temp file + fsync + rename, so a crash leaves the old file or the new
+  one, never a torn one. It refuses to replace a symlink or a special file.
+- :func:`locked_append`: one ``write`` on an ``O_APPEND | O_NOFOLLOW`` descriptor under an
+  exclusive cross-process lock.
+
+Which paths may be read or written at all is decided by :class:`memdir.workspace.Workspace`;
+these functions only make sure the file they touch is the regular file that was checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from memdir.errors import PathNotAllowed, WorkspaceError
+
+#: Temp files of killed writes older than this are removed at start-up (seconds). A write
+#: takes milliseconds; an hour leaves any live writer alone.
+STALE_TEMP_S = 3600.0
+#: The names :func:`atomic_write` gives its temp files (``.<name>.<random>.tmp``).
+TEMP_NAME_RE = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp$")
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def describe_mode(mode: int) -> str:
+    """What a file is, in words: ``a FIFO``, ``a socket``, ``a device``, ``a folder``…"""
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "not a regular file"
+
+
+def read_regular_file(path: Path | str, *, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` (at most ``limit``), which must be a regular file, not a symlink.
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        PathNotAllowed: a symlink, a folder, a FIFO, a socket or a device.
+        OSError: it cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathNotAllowed(f"{path}: a symlink; memdir does not follow symlinks") from None
+        if exc.errno == errno.EISDIR:
+            raise PathNotAllowed(f"{path}: a folder, not a file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathNotAllowed(
+                f"{path}: {describe_mode(st.st_mode)}, not a regular file; skipped"
+            )
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        total = 0
+        while limit is None or total < limit:  # to EOF: the file may have grown since fstat
+            chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_replaceable(path: Path) -> None:
+    """Refuse to write ``path`` when it is a symlink or a special file (absent is fine).
+
+    Raises:
+        PathNotAllowed: with the reason and what to do.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise PathNotAllowed(
+            f"{path}: is a symlink; memdir never writes through a symlink (it would change a "
+            "file elsewhere): replace the link with a regular file"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise PathNotAllowed(
+            f"{path}: {describe_mode(st.st_mode)}, not a regular file; not written"
+        )
+
+
+def atomic_write(path: Path, text: str, *, tmp_dir: Path | None = None) -> None:
+    """Replace ``path`` with ``text`` atomically: temp file, fsync, rename.
+
+    A crash at any point leaves either the old file or the new one. The file mode of an existing
+    file is kept. The temp file goes to ``tmp_dir`` (a git-ignored folder on the same file
+    system, so a killed write leaves nothing in the notes) or, when that cannot be used, beside
+    ``path``.
+
+    Raises:
+        PathNotAllowed: ``path`` is a symlink or a special file.
+        OSError: the write failed (the old file is untouched).
+    """
+    check_replaceable(path)
+    data = text.encode("utf-8")
+    folders = [path.parent] if tmp_dir is None else [tmp_dir, path.parent]
+    for n, folder in enumerate(folders):
+        try:
+            _write_and_rename(path, data, folder)
+            return
+        except OSError as exc:
+            # The temp folder may be on another file system (EXDEV) or not writable: use the
+            # target's own folder then.
+            if n == len(folders) - 1 or exc.errno not in (errno.EXDEV, errno.EACCES, errno.EROFS):
+                raise
+
+
+def _write_and_rename(path: Path, data: bytes, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK  # a new file gets the usual mode, not mkstemp's 0600
+        os.chmod(tmp, mode)
+        check_replaceable(path)  # again, right before the rename
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def locked_append(path: Path, text: str, *, lock_dir: Path, timeout: float = 10.0) -> int:
+    """Append ``text`` to ``path`` under an exclusive cross-process lock; return its first line.
+
+    The text is written with one ``write`` call on an ``O_APPEND`` descriptor and fsynced, so a
+    concurrent appender never interleaves inside it. A file not ending in a newline gets one first.
+
+    Returns:
+        The 1-based line number where ``text`` starts.
+
+    Raises:
+        PathNotAllowed: ``path`` is a symlink or a special file.
+        WorkspaceError: the lock could not be taken within ``timeout`` seconds.
+    """
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_dir / f"{_lock_name(path)}.lock"))
+    try:
+        with lock.acquire(timeout=timeout):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            check_replaceable(path)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC
+            try:
+                fd = os.open(path, flags, 0o644)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    check_replaceable(path)  # raises the clear message
+                raise
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise PathNotAllowed(f"{path}: {describe_mode(st.st_mode)}; not written")
+                os.set_blocking(fd, True)
+                existing = _read_all(fd)
+                prefix = b"\n" if existing and not existing.endswith(b"\n") else b""
+                start_line = existing.count(b"\n") + 1 + (1 if prefix else 0)
+                os.write(fd, prefix + text.encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return start_line
+    except Timeout as exc:
+        raise WorkspaceError(f"{path}: another process holds the write lock; try again") from exc
+
+
+def clean_stale_temp_files(folders: list[Path], *, older_than: float = STALE_TEMP_S) -> list[str]:
+    """Remove temp files left by killed :func:`atomic_write` calls in ``folders`` (not below).
+
+    Only names :func:`atomic_write` makes (:data:`TEMP_NAME_RE`), only regular files, only when
+    older than ``older_than`` seconds. Returns the removed paths.
+    """
+    removed: list[str] = []
+    cutoff = time.time() - older_than
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if not TEMP_NAME_RE.match(entry.name):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed.append(entry.path)
+            except OSError:
+                continue
+    return removed
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; do it once, at import, before any threads.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def _lock_name(path: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(path.resolve()))[-150:]
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

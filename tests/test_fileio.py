@@ -1,0 +1,140 @@
+"""The file primitives: reads that never follow a link or open a FIFO, writes that never go
+through one, temp files kept out of the notes and cleaned."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memdir.errors import PathNotAllowed
+from memdir.fileio import (
+    TEMP_NAME_RE,
+    atomic_write,
+    clean_stale_temp_files,
+    locked_append,
+    read_regular_file,
+)
+
+
+def test_read_regular_file_reads_and_limits(tmp_path: Path) -> None:
+    path = tmp_path / "a.md"
+    path.write_bytes(b"0123456789" * 300_000)
+    assert read_regular_file(path) == path.read_bytes()
+    assert read_regular_file(path, limit=15) == b"012345678901234"
+
+
+def test_read_regular_file_refuses_a_symlink(tmp_path: Path) -> None:
+    (tmp_path / "real.md").write_text("x", encoding="utf-8")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    with pytest.raises(PathNotAllowed, match="symlink"):
+        read_regular_file(tmp_path / "link.md")
+
+
+def test_read_regular_file_refuses_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "dir.md").mkdir()
+    with pytest.raises(PathNotAllowed, match="folder"):
+        read_regular_file(tmp_path / "dir.md")
+
+
+def test_read_regular_file_never_blocks_on_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "x.md"
+    os.mkfifo(fifo)
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            read_regular_file(fifo)
+        except BaseException as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "reading a FIFO blocked"
+    assert isinstance(errors[0], PathNotAllowed) and "FIFO" in str(errors[0])
+
+
+def test_read_regular_file_refuses_a_socket(tmp_path: Path) -> None:
+    path = tmp_path / "s.md"
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(path))
+        with pytest.raises(OSError):  # a socket cannot even be opened: never read
+            read_regular_file(path)
+    finally:
+        sock.close()
+
+
+def test_read_regular_file_missing(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        read_regular_file(tmp_path / "nope.md")
+
+
+def test_atomic_write_refuses_a_symlink_and_leaves_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    target.write_text("precious\n", encoding="utf-8")
+    link = tmp_path / "MEMORY.md"
+    link.symlink_to(target)
+    with pytest.raises(PathNotAllowed, match="symlink"):
+        atomic_write(link, "new\n")
+    assert link.is_symlink() and target.read_text(encoding="utf-8") == "precious\n"
+
+
+def test_atomic_write_refuses_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "MEMORY.md"
+    os.mkfifo(fifo)
+    with pytest.raises(PathNotAllowed, match="FIFO"):
+        atomic_write(fifo, "new\n")
+
+
+def test_atomic_write_puts_its_temp_file_in_tmp_dir(tmp_path: Path, monkeypatch) -> None:
+    seen: list[str] = []
+    real_replace = os.replace
+
+    def spy(src, dst):  # type: ignore[no-untyped-def]
+        seen.append(str(src))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    tmp_dir = tmp_path / ".memdir" / "tmp"
+    atomic_write(tmp_path / "MEMORY.md", "hello\n", tmp_dir=tmp_dir)
+    assert (tmp_path / "MEMORY.md").read_text(encoding="utf-8") == "hello\n"
+    assert Path(seen[0]).parent == tmp_dir
+    assert TEMP_NAME_RE.match(Path(seen[0]).name)
+    assert not list(tmp_dir.iterdir())
+
+
+def test_locked_append_refuses_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    target.write_text("precious\n", encoding="utf-8")
+    link = tmp_path / "DREAMS.md"
+    link.symlink_to(target)
+    with pytest.raises(PathNotAllowed, match="symlink"):
+        locked_append(link, "entry\n", lock_dir=tmp_path / "locks")
+    assert target.read_text(encoding="utf-8") == "precious\n"
+
+
+def test_locked_append_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "2026-11-30.md"
+    os.mkfifo(fifo)
+    with pytest.raises(PathNotAllowed, match="FIFO"):
+        locked_append(fifo, "entry\n", lock_dir=tmp_path / "locks")
+
+
+def test_clean_stale_temp_files_removes_only_old_temp_files(tmp_path: Path) -> None:
+    old = time.time() - 7200
+    stale = tmp_path / ".MEMORY.md.ab12CD34.tmp"
+    fresh = tmp_path / ".MEMORY.md.zz99yy88.tmp"
+    other = tmp_path / ".notes.tmp"
+    for path in (stale, fresh, other):
+        path.write_text("x", encoding="utf-8")
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    removed = clean_stale_temp_files([tmp_path, tmp_path / "missing"])
+    assert removed == [str(stale)]
+    assert fresh.exists() and other.exists()
