@@ -63,21 +63,8 @@ def read_regular_file(path: Path | str, *, limit: int | None = None) -> bytes:
         PathNotAllowed: a symlink, a folder, a FIFO, a socket or a device.
         OSError: it cannot be read.
     """
+    fd = _open_regular(path, os.O_RDONLY)
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise PathNotAllowed(f"{path}: a symlink; memdir does not follow symlinks") from None
-        if exc.errno == errno.EISDIR:
-            raise PathNotAllowed(f"{path}: a folder, not a file") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise PathNotAllowed(
-                f"{path}: {describe_mode(st.st_mode)}, not a regular file; skipped"
-            )
-        os.set_blocking(fd, True)
         chunks: list[bytes] = []
         total = 0
         while limit is None or total < limit:  # to EOF: the file may have grown since fstat
@@ -89,6 +76,33 @@ def read_regular_file(path: Path | str, *, limit: int | None = None) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _open_regular(path: Path | str, flags: int) -> int:
+    """A descriptor on ``path`` opened with ``flags``, never through a final symlink and never
+    blocking (a FIFO would); closed again unless the file is a regular file.
+
+    Raises:
+        PathNotAllowed: a symlink, a folder, a FIFO, a socket or a device.
+        OSError: it cannot be opened.
+    """
+    try:
+        fd = os.open(path, flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathNotAllowed(f"{path}: a symlink; memdir does not follow symlinks") from None
+        if exc.errno == errno.EISDIR:
+            raise PathNotAllowed(f"{path}: a folder, not a file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathNotAllowed(f"{path}: {describe_mode(st.st_mode)}, not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def check_replaceable(path: Path) -> None:
@@ -179,18 +193,8 @@ def locked_append(path: Path, text: str, *, lock_dir: Path, timeout: float = 10.
         with lock.acquire(timeout=timeout):
             path.parent.mkdir(parents=True, exist_ok=True)
             check_replaceable(path)
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC
+            fd = _open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             try:
-                fd = os.open(path, flags, 0o644)
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    check_replaceable(path)  # raises the clear message
-                raise
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    raise PathNotAllowed(f"{path}: {describe_mode(st.st_mode)}; not written")
-                os.set_blocking(fd, True)
                 existing = _read_all(fd)
                 prefix = b"\n" if existing and not existing.endswith(b"\n") else b""
                 start_line = existing.count(b"\n") + 1 + (1 if prefix else 0)
