@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python benchmarks/chat_tokens.py              # 500 turns, curve every 25
     PYTHONPATH=src python benchmarks/chat_tokens.py --turns 1000 --every 50 --window 16384
+    PYTHONPATH=src python benchmarks/chat_tokens.py --tools text  # the JSON-line text protocol
 
 A :class:`~memdir.agent.loop.ChatAgent` runs a conversation of ``--turns`` user messages against
 :class:`~memdir.llm.fake.ScriptedLLM` (no model, no network) in a fresh temporary workspace with
@@ -11,6 +12,9 @@ words. The scripted model answers chat with ~100 words, answers the memory flush
 "Remember:" lines it can see, and writes compaction summaries under the five headings that keep
 the "Remember:" lines it is given (the previous summary included). Auto-recall and auto-capture
 are on. The context window is small (8,192 tokens by default) so that compaction happens often.
+``--tools native`` (the default) offers the memory tools as native tool definitions, which are
+counted in every chat request; ``--tools text`` teaches the text protocol in the system prompt
+instead (how every request was sent before native tool calling).
 
 It prints a Markdown table of (turn, tokens sent) every ``--every`` turns, then the maximum, the
 budget, how many flushes and compactions ran, and where each remembered fact ended up (MEMORY.md,
@@ -32,9 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memdir import FakeEmbedder, Memory, ScriptedLLM, init_workspace
-from memdir.agent.loop import ChatAgent
+from memdir.agent.loop import ChatAgent, ToolMode
 from memdir.config import LLMConfig
 from memdir.llm.base import Message, count_message_tokens
+from memdir.llm.chat import tools_json
 
 DEFAULT_NOW = "2026-11-30T09:00"
 _TOPICS = (
@@ -121,7 +126,12 @@ class ConversationRun:
 
 
 def run_conversation(
-    workspace: Path, *, turns: int = 500, context_window: int = 8192, max_output: int = 1024
+    workspace: Path,
+    *,
+    turns: int = 500,
+    context_window: int = 8192,
+    max_output: int = 1024,
+    tools: ToolMode = "native",
 ) -> ConversationRun:
     """Run the scripted conversation in ``workspace`` (created if needed)."""
     root, _ = init_workspace(workspace)
@@ -129,7 +139,7 @@ def run_conversation(
     config = LLMConfig(context_window=context_window, max_output_tokens=max_output)
     run = ConversationRun(window=context_window)
     with Memory(root, embedder=FakeEmbedder()) as memory:
-        agent = ChatAgent(memory, llm, llm_config=config)
+        agent = ChatAgent(memory, llm, llm_config=config, tools=tools)
         run.budget = agent.budget
         grown = 0  # tokens of every message so far, none compacted away
         for turn in range(1, turns + 1):
@@ -149,8 +159,12 @@ def run_conversation(
         run.flushes = sum(
             call.messages[-1].content.startswith("[memdir: memory flush") for call in llm.calls
         )
+        definitions = tools_json(agent.tool_definitions)
         run.largest_request = max(
-            count_message_tokens(call.messages, system=call.system) for call in llm.calls
+            count_message_tokens(
+                call.messages, system=call.system, tools_json=definitions if call.tools else ""
+            )
+            for call in llm.calls
         )
         summary = agent.session.summary or ""
         memory_md = (root / "MEMORY.md").read_text(encoding="utf-8")
@@ -180,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=25, help="table row every N turns")
     parser.add_argument("--window", type=int, default=8192, help="context window (tokens)")
     parser.add_argument("--max-output", type=int, default=1024)
+    parser.add_argument(
+        "--tools", choices=("native", "text"), default="native", help="how tools are offered"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("MEMDIR_NOW", DEFAULT_NOW)
     with tempfile.TemporaryDirectory(prefix="memdir-chat-") as tmp:
@@ -189,8 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             turns=args.turns,
             context_window=args.window,
             max_output=args.max_output,
+            tools=args.tools,
         )
-    print(f"window {run.window:,} tokens, compaction budget {run.budget:,} tokens\n")
+    print(
+        f"window {run.window:,} tokens, compaction budget {run.budget:,} tokens, "
+        f"tools: {args.tools}\n"
+    )
     print(
         f"| turn | tokens sent | max over the last {args.every} turns | compactions so far "
         "| without compaction |"

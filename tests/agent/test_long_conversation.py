@@ -1,7 +1,7 @@
 """500 scripted turns: the context stays bounded and nothing the user asked to remember is lost.
 
 The conversation and the scripted model are those of ``benchmarks/chat_tokens.py``, which prints
-the same run as a table (see docs/benchmarks-lifecycle.md).
+the same run as a table (see docs/benchmarks-lifecycle.md); native tool definitions are counted.
 """
 
 from __future__ import annotations
