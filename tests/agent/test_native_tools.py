@@ -220,13 +220,17 @@ def test_ctrl_c_between_tool_results_leaves_no_call_unanswered(memory, monkeypat
     assert agent.session.history[-1].content == INTERRUPTED_MARK
 
 
-def test_a_server_that_refuses_tools_falls_back_once_and_is_remembered(memory):
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_server_that_refuses_tools_falls_back_once_and_is_remembered(memory, stream):
     llm = ScriptedLLM(["Hello."], native_tools=False)
-    agent = agent_for(memory, llm)
+    agent = agent_for(memory, llm, stream=stream)
+    screen = Recorder()
 
-    out = agent.handle("hi")
+    out = agent.handle("hi", screen)
 
     assert out.text == "Hello." and out.error is None
+    assert screen.shown() == "Hello."
+    assert ("note", out.notes[0]) in screen.events
     assert any("refused native tool calls" in note for note in out.notes)
     refused, retried = llm.calls
     assert refused.tools and not retried.tools
@@ -308,6 +312,14 @@ def test_token_use_per_turn(memory):
     assert out.requests == 2
     assert out.tokens_in > out.tokens_sent > 0
     assert out.tokens_out > 0 and not out.usage_reported  # the fake reports no usage
+
+
+def test_status_shows_the_last_turn(memory):
+    agent = agent_for(memory, ScriptedLLM(["hi"]))
+    assert "last turn -" in agent.status_lines()
+    agent.handle("hello")
+    [line] = [x for x in agent.status_lines() if x.startswith("last turn")]
+    assert line.startswith("last turn 1 request(s), ") and line.endswith("(memdir's count)")
 
 
 def test_search_command(memory):

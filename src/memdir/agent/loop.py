@@ -488,6 +488,15 @@ class ChatAgent:
         session = self.session
         info = self.memory.status()
         captured = len(self.capture.captured) if self.capture is not None else 0
+        last = self.last_output
+        if last is not None and last.requests:
+            counted = "the provider's counts" if last.usage_reported else "memdir's count"
+            last_turn = (
+                f"{last.requests} request(s), {last.tokens_in:,} tokens in, "
+                f"{last.tokens_out:,} out ({counted})"
+            )
+        else:
+            last_turn = "-"
         return [
             f"session   {session.id} ({session.scope}), "
             f"started {session.started_at:%Y-%m-%d %H:%M}",
@@ -500,6 +509,7 @@ class ChatAgent:
             f"model     {self.llm.name} / {self.llm.model}",
             f"tools     {self.tool_calling.describe()}"
             + (", streamed replies" if self.stream else ""),
+            f"last turn {last_turn}",
             f"memory    {info['files']} files, {info['chunks']} chunks, {info['mode']}",
         ]
 
