@@ -327,3 +327,10 @@ def test_search_command(memory):
     out = agent.handle("/search staging redis")
     assert out.text.startswith("memory/2026-11-01.md#L")
     assert agent.handle("/search").error == "usage: /search QUERY"
+
+
+def test_a_reply_cut_by_the_token_limit_is_said(memory):
+    llm = ScriptedLLM([ChatReply("The port is", stop_reason="length")])
+    out = agent_for(memory, llm).handle("port?")
+    assert out.text == "The port is"
+    assert any("500-token limit and was cut" in note for note in out.notes)

@@ -278,6 +278,13 @@ class ChatAgent:
                     self._keep_interrupted(answer.reply.text, out)
                     return
                 reply = answer.reply
+                if reply.truncated:
+                    self._note(
+                        out,
+                        listener,
+                        f"the reply reached the {self.max_output_tokens:,}-token limit and was "
+                        "cut (llm.max_output_tokens)",
+                    )
                 request = None if reply.tool_calls else find_tool_request(reply.text)
                 if not reply.tool_calls and request is None:
                     out.text = reply.text.strip()
