@@ -218,6 +218,26 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class AuditConfig:
+    """The audit trail of automatic writes (docs/governance.md).
+
+    ``git``: ``auto`` (default) makes each automatic write a commit when the workspace is in a
+    git repository (its own or a parent folder's), else a line of ``.memdir/audit.jsonl``;
+    ``off`` always uses the log file. ``todo_days``: ``memdir review`` lists open todos older
+    than this.
+    """
+
+    git: str = "auto"
+    todo_days: int = 14
+
+    def __post_init__(self) -> None:
+        if self.git not in ("auto", "off"):
+            raise ConfigError(f"audit.git must be auto or off, not {self.git!r}")
+        if self.todo_days < 0:
+            raise ConfigError("audit: need todo_days ≥ 0")
+
+
+@dataclass(frozen=True)
 class Config:
     """All of memdir's settings.
 
@@ -229,6 +249,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
 
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> Config:
         """Return a copy with ``{"section": {"key": value}}`` applied on top."""

@@ -251,7 +251,10 @@ class MemoryTools:
         section = _arg(args, "section", str)
         target = _arg(args, "target", str) or ("memory" if section is not None else "daily")
         result = self.memory.write(
-            _arg(args, "text", str, required=True), target=target, section=section
+            _arg(args, "text", str, required=True),
+            target=target,
+            section=section,
+            via="MCP memory_write",
         )
         return result.to_dict()
 

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from memdir.audit import AuditRecord
+from memdir.audit.history import history, trail_status
 from memdir.clock import now
 from memdir.config import Config, default_workspace, index_url, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
@@ -136,7 +138,9 @@ class Memory:
             raise MemdirError(f"unknown scope {scope!r}: choose private or shared")
         root = Path(workspace).expanduser() if workspace is not None else default_workspace()
         self.config = config if config is not None else load_config(root if root.is_dir() else None)
-        self.workspace = Workspace(root, self.config.index.extra_paths)
+        self.workspace = Workspace(
+            root, self.config.index.extra_paths, audit_git=self.config.audit.git
+        )
         self.scope = scope
         self.notes: list[str] = list(self.workspace.warnings)
         removed = self.workspace.clean_stale_files()
@@ -399,11 +403,19 @@ class Memory:
 
     # -- writing --------------------------------------------------------------------------
 
-    def write(self, text: str, *, target: str = "daily", section: str | None = None) -> WriteResult:
+    def write(
+        self,
+        text: str,
+        *,
+        target: str = "daily",
+        section: str | None = None,
+        via: str = "Memory.write",
+    ) -> WriteResult:
         """``memory_write``: append a fact to today's daily log (``target="daily"``) or add it to
         a MEMORY.md ``section`` (``target="memory"``), skipping duplicates.
 
-        The next :meth:`search` finds it (changed files are indexed before every search).
+        The next :meth:`search` finds it (changed files are indexed before every search). The
+        write is recorded in the audit trail as ``write: via <via>``.
 
         Raises:
             PathNotAllowed: ``target="memory"`` in a shared session.
@@ -413,7 +425,32 @@ class Memory:
 
         if self.scope == "shared" and target == "memory":
             raise PathNotAllowed(f"{MEMORY_FILE} cannot be written in a shared session")
-        return write_memory(self.workspace, text, target=target, section=section, now=now())
+        return write_memory(
+            self.workspace, text, target=target, section=section, now=now(), via=via
+        )
+
+    # -- governance -----------------------------------------------------------------------
+
+    def log(self, path: str | None = None, *, limit: int | None = None) -> list[AuditRecord]:
+        """The history of automatic writes, newest first (``memdir log``).
+
+        Args:
+            path: only the writes that changed this file (or a file under this folder).
+            limit: at most this many records.
+        """
+        shown = None
+        if path:
+            target = path.strip()
+            # A memory path is checked like memory_get's; a folder (memory/) is taken as given.
+            if target.lower().endswith(".md"):
+                target = self.workspace.display_path(self.workspace.resolve_memory_path(target))
+            shown = target
+        return history(self.workspace, path=shown, limit=limit)
+
+    def audit_status(self) -> dict[str, Any]:
+        """Where the audit trail goes (git repository or log file) and what waits to be
+        recorded."""
+        return trail_status(self.workspace)
 
     # -- dreaming -------------------------------------------------------------------------
 
@@ -446,11 +483,19 @@ class Memory:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def extract(self, messages: Sequence[Message], *, llm: LLM) -> ExtractionReport:
+    def extract(
+        self,
+        messages: Sequence[Message],
+        *,
+        llm: LLM,
+        session: str | None = None,
+        via: str | None = None,
+    ) -> ExtractionReport:
         """Have ``llm`` pick the durable items of a conversation and save the new ones (SPEC §7):
         preferences, decisions, lessons, project facts and todos, each to its MEMORY.md section
         (the daily log in a shared session), skipping duplicates. Malformed answers are retried
-        once, then reported as warnings; provider failures are warnings too.
+        once, then reported as warnings; provider failures are warnings too. ``session`` and
+        ``via`` go into the audit record.
         """
         from memdir.lifecycle.extract import extract_memories
 
@@ -461,6 +506,8 @@ class Memory:
             now=now(),
             embedder=self.embedder,
             private=self.scope == "private",
+            session=session,
+            via=via,
         )
 
 

@@ -139,12 +139,16 @@ class Workspace:
         root: the workspace folder. It must exist (use :func:`init_workspace` to create one).
         extra_paths: more Markdown files or folders to index and allow in ``memory_get``.
             One inside the workspace must stay there once its links are resolved.
+        audit_git: ``auto`` records automatic writes as git commits when the workspace is in a
+            git repository; ``off`` always uses ``.memdir/audit.jsonl`` (see memdir.audit).
 
     Raises:
         WorkspaceError: the folder is missing, or its state folder is (or holds) a symlink.
     """
 
-    def __init__(self, root: Path | str, extra_paths: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, root: Path | str, extra_paths: tuple[str, ...] = (), *, audit_git: str = "auto"
+    ) -> None:
         path = Path(root).expanduser()
         if not path.exists():
             raise WorkspaceError(
@@ -158,6 +162,7 @@ class Workspace:
                 f"{STATE_DIR}/): run `memdir init {path}` to make it one"
             )
         self.root = path.resolve()
+        self.audit_git = audit_git
         #: Configured paths that were refused, and why (``memdir status`` lists them).
         self.warnings: list[str] = []
         self.extra_paths = self._checked_extra_paths(extra_paths)

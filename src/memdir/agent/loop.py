@@ -403,6 +403,7 @@ class ChatAgent:
             now=now(),
             system=self.system_prompt,
             max_tokens=self.max_output_tokens,
+            session=self.session.id,
         )
         # Marked even when it failed: a failing provider is not retried on every turn.
         self.session.mark_flushed(result.appended)
@@ -450,12 +451,14 @@ class ChatAgent:
 
     def remember(self, text: str) -> list[str]:
         """``/remember TEXT``: extract items from TEXT; the daily log when none come out."""
-        report = self.memory.extract([Message("user", text)], llm=self.llm)
+        report = self.memory.extract(
+            [Message("user", text)], llm=self.llm, session=self.session.id, via="chat /remember"
+        )
         notes = list(report.warnings)
         for result in report.results:
             notes.append(f"remembered in {result.citation}" if result.written else result.reason)
         if not report.results:
-            result = self.memory.write(text, target="daily")
+            result = self.memory.write(text, target="daily", via="chat /remember")
             notes.append(f"remembered in {result.citation}" if result.written else result.reason)
         return notes
 
@@ -527,7 +530,11 @@ class ChatAgent:
 
     def _begin(self) -> None:
         self.daily_notes = daily_notes_block(self.memory.workspace, now())
-        self.capture = AutoCapture(self.memory.workspace) if self.capture_enabled else None
+        self.capture = (
+            AutoCapture(self.memory.workspace, session=self.session.id)
+            if self.capture_enabled
+            else None
+        )
 
     def _dialogue(self) -> list[Message]:
         """The session's user and assistant messages, without tool requests."""
@@ -547,7 +554,7 @@ class ChatAgent:
             messages.insert(
                 0, Message("user", f"[summary of the earlier conversation]\n{session.summary}")
             )
-        report = self.memory.extract(messages, llm=self.llm)
+        report = self.memory.extract(messages, llm=self.llm, session=session.id)
         session.mark_extracted()
         notes = list(report.warnings)
         written = report.written

@@ -164,7 +164,9 @@ def _write(memory: Memory, args: Mapping[str, Any]) -> dict[str, Any]:
     target = args.get("target") or ("memory" if section else "daily")
     if not isinstance(target, str) or (section is not None and not isinstance(section, str)):
         raise MemdirError("arguments target and section must be strings")
-    return memory.write(args["text"], target=target, section=section).to_dict()
+    return memory.write(
+        args["text"], target=target, section=section, via="chat memory_write"
+    ).to_dict()
 
 
 _RUNNERS: dict[str, Callable[[Memory, Mapping[str, Any]], dict[str, Any]]] = {

@@ -19,8 +19,9 @@ from rich.text import Text
 
 from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
 from memdir.cli.main import cli
+from memdir.config import load_config
 from memdir.llm.tool_support import tool_refusals
-from memdir.workspace import init_workspace
+from memdir.workspace import Workspace, init_workspace
 
 
 @cli.command("init")
@@ -33,8 +34,17 @@ from memdir.workspace import init_workspace
     help="Language of the templates and MEMORY.md section headings.",
 )
 @click.option("--sample", is_flag=True, help="Add example notes (English and Chinese) to try.")
+@click.option(
+    "--git",
+    "with_git",
+    is_flag=True,
+    help="Make the workspace a git repository (unless it is inside one) and commit the files "
+    "created; every automatic write then becomes a commit.",
+)
 @click.pass_context
-def init_command(ctx: click.Context, path: Path | None, lang: str, sample: bool) -> None:
+def init_command(
+    ctx: click.Context, path: Path | None, lang: str, sample: bool, with_git: bool
+) -> None:
     """Create a workspace (MEMORY.md, USER.md, AGENTS.md, memory/, skills/, .memdir/).
 
     Existing files are never overwritten. PATH defaults to --workspace.
@@ -47,6 +57,13 @@ def init_command(ctx: click.Context, path: Path | None, lang: str, sample: bool)
             out.print(f"  created {name}")
     else:
         out.print("  already initialised; nothing changed")
+    if with_git:
+        from memdir.audit.history import init_git  # dulwich loads only when asked for
+
+        workspace = Workspace(root, audit_git=load_config(root).audit.git)
+        repository, commit = init_git(workspace, created)
+        done = f"committed {commit[:10]}" if commit else "nothing new to commit"
+        out.print(f"git: {repository} ({done}); automatic writes are now commits")
 
 
 @cli.command("index")

@@ -27,6 +27,7 @@ COMMAND_MODULES = {
     "get": "memdir.cli.search_cmds",
     "index": "memdir.cli.index_cmds",
     "init": "memdir.cli.index_cmds",
+    "log": "memdir.cli.log_cmds",
     "remember": "memdir.cli.serve_cmds",
     "search": "memdir.cli.search_cmds",
     "serve": "memdir.cli.serve_cmds",

@@ -110,7 +110,9 @@ def remember_command(
         raise click.UsageError("--section writes to MEMORY.md; it cannot be used with --daily")
     workspace: Path = ctx.obj
     with Memory(workspace) as memory:
-        result = memory.write(text, target="memory" if section else "daily", section=section)
+        result = memory.write(
+            text, target="memory" if section else "daily", section=section, via="memdir remember"
+        )
     if as_json:
         print_json(result.to_dict())
     elif result.written:

@@ -17,12 +17,14 @@ A preview runs all of it, re-reading the live notes and MEMORY.md, and writes no
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from memdir.audit import Operation, audited
 from memdir.dreaming.budget import MEMORY_BUDGET_CHARS, generated_indexes
 from memdir.dreaming.promotion import (
     DEDUPE_JACCARD,
@@ -356,26 +358,47 @@ def run_dream(
         gates=gates,
     )
     selected = [c for c in candidates if c.selected]
-    result = promote(
-        workspace,
-        [c.entry for c in selected],
-        day=now.date().isoformat(),
-        apply=apply,
-        snippet_chars=snippet_chars,
-        budget=budget,
+    writing: contextlib.AbstractContextManager[Operation | None] = (
+        audited(workspace, "dream") if apply else contextlib.nullcontext()
     )
-    for candidate, outcome in zip(selected, result.outcomes, strict=True):
-        candidate.outcome = outcome
-    report = DreamReport(now, apply, gates, light, themes, candidates, result, budget)
-    report.warnings.extend(store.notes)
-    if apply:
-        done = [o.key for o in result.outcomes if o.status in DONE_STATUSES]
-        store.mark_promoted(done, when=now)
-        store.prune(before=now - timedelta(days=RECALL_RETENTION_DAYS))
-        if diary and (report.promoted or result.evicted):
-            entry = diary_entry(now, result, budget)
-            report.diary = str(append_diary(workspace, entry))
+    with writing as op:
+        result = promote(
+            workspace,
+            [c.entry for c in selected],
+            day=now.date().isoformat(),
+            apply=apply,
+            snippet_chars=snippet_chars,
+            budget=budget,
+            forgotten=store.forgotten_keys(),
+        )
+        for candidate, outcome in zip(selected, result.outcomes, strict=True):
+            candidate.outcome = outcome
+        report = DreamReport(now, apply, gates, light, themes, candidates, result, budget)
+        report.warnings.extend(store.notes)
+        if op is not None:
+            done = [o.key for o in result.outcomes if o.status in DONE_STATUSES]
+            store.mark_promoted(done, when=now)
+            store.prune(before=now - timedelta(days=RECALL_RETENTION_DAYS))
+            if diary and (report.promoted or result.evicted):
+                entry = diary_entry(now, result, budget)
+                report.diary = str(append_diary(workspace, entry))
+            op.describe(_dream_summary(report))
+    if op is not None:
+        report.warnings.extend(op.warnings)
     return report
+
+
+def _dream_summary(report: DreamReport) -> str:
+    """``promoted 2 entries (3 lines), evicted 1 line, diary``."""
+    lines = sum(len(o.lines) for o in report.promoted)
+    parts = [
+        f"promoted {_count(len(report.promoted), 'entry', 'entries')} ({_count(lines, 'line')})"
+    ]
+    if report.promotion.evicted:
+        parts.append(f"evicted {_count(len(report.promotion.evicted), 'line')}")
+    if report.diary:
+        parts.append("diary")
+    return ", ".join(parts)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

@@ -10,16 +10,19 @@ For each selected entry:
 3. The snippet's lines are cut into blocks (a list item with its continuation lines, or a
    paragraph; headings dropped). When the entry has concept tags, only the blocks containing one
    are kept: the part of the chunk the searches were about.
-4. A block already in MEMORY.md (Jaccard ≥ 0.9 over :func:`memdir.text.similarity_tokens` with
+4. A block that ``memdir forget`` removed (its :func:`forget_key` is in the recall store's
+   forgotten set) is dropped: forgetting is for good.
+5. A block already in MEMORY.md (Jaccard ≥ 0.9 over :func:`memdir.text.similarity_tokens` with
    any line there) or taken earlier in the run is dropped; an entry left with nothing to add is
    "nothing new" (and counts as promoted: its content is in MEMORY.md or is generated text).
-5. Each remaining block becomes ``- text <!-- memdir:promoted PATH#La-Lb key=KEY -->`` in the
+6. Each remaining block becomes ``- text <!-- memdir:promoted PATH#La-Lb key=KEY -->`` in the
    block of the day (:mod:`memdir.dreaming.budget`), then the budget is enforced.
 
 Writing MEMORY.md: under the workspace's memory write lock (the one ``memory_write`` takes,
 :func:`memdir.lifecycle.write.memory_write_lock`), read → modify → check the file did not change
-since the read (an editor takes no lock) → :func:`memdir.workspace.atomic_write`; on a change,
-plan again on the new text. Bytes outside the generated blocks are never changed.
+since the read (an editor takes no lock) → :func:`memdir.audit.write_text` (an atomic replace,
+recorded in the audit trail as part of the ``dream`` operation); on a change, plan again on the
+new text. Bytes outside the generated blocks are never changed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from memdir.audit import append_text, audited, line_hash, write_text
 from memdir.dreaming.budget import (
     KEY_RE,
     MEMORY_BUDGET_CHARS,
@@ -43,7 +47,6 @@ from memdir.dreaming.budget import append_entries as append_to_block
 from memdir.dreaming.store import RecallEntry, mentioned_terms
 from memdir.errors import PathNotAllowed, WorkspaceError
 from memdir.fileio import read_regular_file
-from memdir.lifecycle.write import memory_write_lock
 from memdir.text import jaccard, similarity_tokens, stem
 from memdir.workspace import MEMORY_FILE, Workspace
 
@@ -212,8 +215,10 @@ def plan_promotions(
     entries: Sequence[RecallEntry],
     *,
     snippet_chars: int,
+    forgotten: frozenset[str] = frozenset(),
 ) -> tuple[list[Outcome], list[str]]:
-    """Decide the outcome of each entry against ``memory_text``; return them and the new lines."""
+    """Decide the outcome of each entry against ``memory_text``; return them and the new lines.
+    Blocks whose :func:`forget_key` is in ``forgotten`` are never promoted."""
     done = promoted_keys(memory_text)
     seen = [similarity_tokens(_plain(line)) for line in split_lines(memory_text)]
     seen = [tokens for tokens in seen if tokens]
@@ -245,6 +250,8 @@ def plan_promotions(
             about = [b for b in blocks if mentioned_terms(b.text, terms)]
             blocks = about or blocks
         for block in blocks:
+            if forgotten and forget_key(block.text) in forgotten:
+                continue
             tokens = similarity_tokens(block.text)
             if not tokens or any(jaccard(tokens, other) >= DEDUPE_JACCARD for other in seen):
                 continue
@@ -264,6 +271,7 @@ def promote(
     apply: bool,
     snippet_chars: int = 700,
     budget: int = MEMORY_BUDGET_CHARS,
+    forgotten: frozenset[str] = frozenset(),
 ) -> PromotionResult:
     """Plan the promotion of ``entries`` into MEMORY.md and, with ``apply``, write it (see the
     module docstring). A preview reads the same files and writes nothing.
@@ -273,9 +281,9 @@ def promote(
             changing under us.
     """
     if not apply:
-        return _plan_and_write(workspace, entries, day, False, snippet_chars, budget)
-    with memory_write_lock(workspace):
-        return _plan_and_write(workspace, entries, day, True, snippet_chars, budget)
+        return _plan_and_write(workspace, entries, day, False, snippet_chars, budget, forgotten)
+    with audited(workspace, "dream"):
+        return _plan_and_write(workspace, entries, day, True, snippet_chars, budget, forgotten)
 
 
 def _plan_and_write(
@@ -285,12 +293,15 @@ def _plan_and_write(
     apply: bool,
     snippet_chars: int,
     budget: int,
+    forgotten: frozenset[str],
 ) -> PromotionResult:
     memory = workspace.root / MEMORY_FILE
     for _ in range(WRITE_ATTEMPTS):
         before = _read_bytes(workspace, MEMORY_FILE)
         text = _decode(before, memory)
-        outcomes, new_lines = plan_promotions(workspace, text, entries, snippet_chars=snippet_chars)
+        outcomes, new_lines = plan_promotions(
+            workspace, text, entries, snippet_chars=snippet_chars, forgotten=forgotten
+        )
         trimmed = enforce_budget(append_to_block(text, day, new_lines), budget)
         evicted_now = set(trimmed.evicted)
         for outcome in outcomes:
@@ -313,7 +324,7 @@ def _plan_and_write(
         if _read_bytes(workspace, MEMORY_FILE) != before:
             continue  # written behind our back (an editor takes no lock): plan again
         try:
-            workspace.replace_file(MEMORY_FILE, trimmed.text)
+            write_text(workspace, MEMORY_FILE, trimmed.text)
         except OSError as exc:
             raise WorkspaceError(f"cannot write {memory}: {exc.strerror or exc}") from exc
         result.written = True
@@ -324,7 +335,8 @@ def _plan_and_write(
 
 
 def append_diary(workspace: Workspace, entry: str) -> Path:
-    """Append one entry to ``DREAMS.md`` (:meth:`memdir.workspace.Workspace.append_file`).
+    """Append one entry to ``DREAMS.md`` (:func:`memdir.audit.append_text`: part of the
+    ``dream`` operation when one is open).
 
     Raises:
         PathNotAllowed: ``DREAMS.md`` is a symlink or a special file.
@@ -332,7 +344,8 @@ def append_diary(workspace: Workspace, entry: str) -> Path:
     path = workspace.write_path(DREAMS_FILE)
     header = "" if path.exists() else "# Dream diary\n\nWritten by `memdir dream --diary`.\n\n"
     try:
-        workspace.append_file(DREAMS_FILE, header + entry)
+        with audited(workspace, "dream"):
+            append_text(workspace, DREAMS_FILE, header + entry)
     except OSError as exc:
         raise WorkspaceError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return path
@@ -374,6 +387,14 @@ def _decode(data: bytes | None, path: Path) -> str:
         ) from exc
 
 
+def forget_key(line: str) -> str:
+    """The key by which a forgotten line is recognised wherever it turns up again: a hash of
+    its text without promotion marker, list marker, case or runs of spaces (a daily-log bullet
+    and its promoted MEMORY.md line have the same key)."""
+    text = block_text([_plain(line)]).replace("&lt;!--", "<!--").replace("--&gt;", "-->")
+    return line_hash(" ".join(text.casefold().split()))
+
+
 def _plain(line: str) -> str:
     """A MEMORY.md line without its promotion marker and list marker, for deduplication;
     headings and comment lines give nothing."""
@@ -391,6 +412,7 @@ __all__ = [
     "append_diary",
     "block_text",
     "diary_entry",
+    "forget_key",
     "locate_snippet",
     "note_blocks",
     "plan_promotions",

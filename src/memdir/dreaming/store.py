@@ -78,6 +78,15 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (path, start_line, end_line, snippet_hash)
     )
     """,
+    # 2: lines removed by `memdir forget`, never to be promoted again
+    """
+    CREATE TABLE forgotten (
+        forget_key   TEXT PRIMARY KEY,
+        path         TEXT NOT NULL,
+        text         TEXT NOT NULL,
+        forgotten_at TEXT NOT NULL
+    )
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -288,6 +297,41 @@ class RecallStore:
             conn.executemany(
                 "UPDATE recalls SET promoted_at = ? WHERE key = ? AND promoted_at IS NULL", params
             )
+
+    def forget(self, lines: Sequence[tuple[str, str, str]], *, now: datetime) -> int:
+        """Forget removed lines for good: remember their keys (dreaming skips them) and drop
+        the recall entries whose snippet holds one of them.
+
+        Args:
+            lines: (path, line text, :func:`memdir.dreaming.promotion.forget_key`) of each line.
+
+        Returns:
+            How many recall entries were dropped.
+        """
+        if not lines:
+            return 0
+        stamp = now.isoformat()
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO forgotten (forget_key, path, text, forgotten_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(key, path, text, stamp) for path, text, key in lines],
+            )
+            dropped = 0
+            for path, text, _ in lines:
+                needle = text.strip()
+                if not needle:
+                    continue
+                cursor = conn.execute(
+                    "DELETE FROM recalls WHERE path = ? AND instr(snippet, ?) > 0", (path, needle)
+                )
+                dropped += cursor.rowcount
+        return dropped
+
+    def forgotten_keys(self) -> frozenset[str]:
+        """The keys of every forgotten line."""
+        rows = self._connection().execute("SELECT forget_key FROM forgotten")
+        return frozenset(str(row[0]) for row in rows)
 
     def prune(self, *, before: datetime) -> int:
         """Forget entries last recalled before ``before``; returns how many went."""

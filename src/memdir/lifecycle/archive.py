@@ -5,8 +5,9 @@ The last :data:`ARCHIVE_MESSAGES` user and assistant messages go to
 slug comes from the LLM (one or two lowercase words, sanitised, at most 30 characters, within
 15 s) or, failing that, is the session's start time ``HHMM``. An existing file is never
 overwritten (``-2``, ``-3``… are added) and an empty conversation writes nothing. The file is
-written with :func:`~memdir.workspace.atomic_write` under the memory write lock, after checking
-the name is free, so the archive is created whole or not at all.
+written through the audit seam (:func:`memdir.audit.write_text`: an atomic replace under the
+memory write lock, recorded as an ``archive`` commit or log line), after checking the name is
+free, so the archive is created whole or not at all.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memdir.audit import audited, write_text
+from memdir.audit.seam import plural
 from memdir.errors import MemdirError, WorkspaceError
-from memdir.lifecycle.write import memory_write_lock
 from memdir.llm.base import LLM, Message
 from memdir.llm.prompts import load_prompt
 from memdir.workspace import MEMORY_DIR, Workspace
@@ -167,12 +169,16 @@ def archive_session(
     day = started_at.date().isoformat()
     text = _render(kept, session_id=session_id, started_at=started_at, now=now, source=source)
     folder = workspace.root / MEMORY_DIR
-    with memory_write_lock(workspace):
+    with audited(workspace, "archive", session=session_id) as op:
         try:
             for n in range(1, MAX_SUFFIX + 1):
                 name = f"{day}-{slug}.md" if n == 1 else f"{day}-{slug}-{n}.md"
                 if not os.path.lexists(folder / name):
-                    workspace.replace_file(f"{MEMORY_DIR}/{name}", text)
+                    op.describe(
+                        f"session {session_id[:8]}… ({plural(len(kept), 'message')}) "
+                        f"to {MEMORY_DIR}/{name}"
+                    )
+                    write_text(workspace, f"{MEMORY_DIR}/{name}", text)
                     return ArchiveResult(f"{MEMORY_DIR}/{name}", slug, from_llm, len(kept), note)
         except OSError as exc:
             raise WorkspaceError(f"cannot write the session archive: {exc.strerror}") from exc

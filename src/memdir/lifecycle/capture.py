@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memdir.audit import audited
+from memdir.audit.seam import from_session
 from memdir.errors import MemdirError
 from memdir.lifecycle.write import WriteResult, normalise_memory_text, write_memory
 from memdir.markdown.sections import normalise_for_dedup
@@ -141,10 +143,12 @@ class AutoCapture:
     Args:
         workspace: where today's daily log is.
         limit: most messages captured in this conversation.
+        session: the conversation's id, for the audit record.
     """
 
     workspace: Workspace
     limit: int = MAX_PER_CONVERSATION
+    session: str | None = None
     captured: list[WriteResult] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
 
@@ -163,10 +167,13 @@ class AutoCapture:
         if key in self._seen:
             return None
         self._seen.add(key)
+        category = categorise(fact)
         try:
-            result = write_memory(
-                self.workspace, f"[{categorise(fact)}] {fact}", target="daily", now=now
-            )
+            with audited(self.workspace, "capture", session=self.session) as op:
+                op.describe(f"1 {category}{from_session(self.session)}")
+                result = write_memory(
+                    self.workspace, f"[{category}] {fact}", target="daily", now=now
+                )
         except MemdirError:
             return None
         if result.written:

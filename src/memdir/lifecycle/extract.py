@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from memdir.audit import audited
+from memdir.audit.seam import from_session, plural
 from memdir.embeddings.base import Embedder
 from memdir.errors import MemdirError, ProviderError
 from memdir.lifecycle.compact import render_transcript
@@ -161,6 +163,8 @@ def extract_memories(
     embedder: Embedder | None = None,
     private: bool = True,
     max_input_tokens: int = MAX_INPUT_TOKENS,
+    session: str | None = None,
+    via: str | None = None,
 ) -> ExtractionReport:
     """Ask ``llm`` for the durable items of ``messages`` and write the new ones.
 
@@ -172,6 +176,8 @@ def extract_memories(
         embedder: for the embedding-similarity duplicate check; None skips it.
         private: False (a shared session) writes to the daily log instead of MEMORY.md.
         max_input_tokens: only the most recent messages that fit are shown to the model.
+        session: the chat session, for the audit record (``extract: 2 items from session …``).
+        via: what asked for it (``chat /remember``), for the audit record.
 
     Returns:
         The report; provider failures and malformed answers become warnings, never raises.
@@ -204,6 +210,21 @@ def extract_memories(
         report.warnings.extend(item_warnings)
         break
     report.items = items or []
+    with audited(workspace, "extract", session=session, via=via) as op:
+        _write_items(workspace, report, now, embedder if private else None, private)
+        source = from_session(session) or (f" via {via}" if via else "")
+        op.describe(plural(len(report.written), "item") + source)
+    report.warnings.extend(op.warnings)
+    return report
+
+
+def _write_items(
+    workspace: Workspace,
+    report: ExtractionReport,
+    now: datetime,
+    embedder: Embedder | None,
+    private: bool,
+) -> None:
     dedup = _EmbeddingDedup(workspace, embedder, report.warnings) if private else None
     for item in report.items:
         try:
@@ -225,7 +246,6 @@ def extract_memories(
         report.results.append(result)
         if dedup is not None and result.written:
             dedup.forget()
-    return report
 
 
 def _recent(messages: Sequence[Message], max_tokens: int) -> str:

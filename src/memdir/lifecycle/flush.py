@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memdir.audit import audited
+from memdir.audit.seam import from_session, plural
 from memdir.errors import MemdirError
 from memdir.lifecycle.compact import compaction_budget
 from memdir.lifecycle.write import WriteResult, write_memory
@@ -120,6 +122,7 @@ def run_memory_flush(
     now: datetime,
     system: str | None = None,
     max_tokens: int | None = None,
+    session: str | None = None,
 ) -> FlushResult:
     """Run the silent flush turn over ``messages`` and append its lines to today's log.
 
@@ -130,6 +133,8 @@ def run_memory_flush(
         now: its date names the daily log.
         system: the system prompt of the conversation, sent unchanged.
         max_tokens: the reply limit (None: the provider's setting).
+        session: the chat session's id, for the audit record (``flush: 3 facts from session
+            7f3c…``).
 
     Returns:
         What was written; a provider failure gives ``ok=False`` (nothing written, no raise).
@@ -146,20 +151,28 @@ def run_memory_flush(
     if lines is None:
         return FlushResult(True, no_reply=True)
     result = FlushResult(True)
+    with audited(workspace, "flush", session=session) as op:
+        _append_lines(workspace, lines, now, result)
+        op.describe(plural(result.appended, "fact") + from_session(session))
+    result.warnings.extend(op.warnings)
+    return result
+
+
+def _append_lines(
+    workspace: Workspace, lines: list[str], now: datetime, result: FlushResult
+) -> None:
     for n, line in enumerate(lines[:MAX_FLUSH_SCAN]):
         if result.appended >= MAX_FLUSH_LINES:
             result.warnings.append(
                 f"memory flush: stopped after {MAX_FLUSH_LINES} new lines; "
                 f"{len(lines) - n} more were not written"
             )
-            break
+            return
         try:
             result.written.append(write_memory(workspace, line, target="daily", now=now))
         except MemdirError as exc:
             result.warnings.append(f"memory flush: a line was not written: {exc}")
-    else:
-        if len(lines) > MAX_FLUSH_SCAN:
-            result.warnings.append(
-                f"memory flush: only the first {MAX_FLUSH_SCAN} of {len(lines)} lines were read"
-            )
-    return result
+    if len(lines) > MAX_FLUSH_SCAN:
+        result.warnings.append(
+            f"memory flush: only the first {MAX_FLUSH_SCAN} of {len(lines)} lines were read"
+        )

@@ -11,6 +11,9 @@ whitespace and punctuation, or a near duplicate (Jaccard over
 :func:`~memdir.text.similarity_tokens` ≥ 0.9) of a line in the same file (daily log) or section
 (MEMORY.md). The duplicate check and the write happen under one cross-process lock
 (:func:`memory_write_lock`), so two agents writing the same fact at once store it once.
+
+Every write is audited (:mod:`memdir.audit`): a ``write`` record of its own, or part of the
+operation of the component that called (a flush, a capture, an extraction).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from filelock import FileLock, Timeout
-
+from memdir.audit import append_text, audited, write_text
+from memdir.audit.lock import workspace_lock
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.markdown.sections import (
     content_lines,
@@ -35,7 +38,12 @@ from memdir.markdown.sections import (
     parse_sections,
 )
 from memdir.text import jaccard, similarity_tokens
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE, SECTION_HEADINGS, Workspace
+from memdir.workspace import (
+    MEMORY_DIR,
+    MEMORY_FILE,
+    SECTION_HEADINGS,
+    Workspace,
+)
 
 TARGETS = ("daily", "memory")
 SECTIONS = tuple(SECTION_HEADINGS["en"])
@@ -126,19 +134,10 @@ def check_target(target: str, section: str | None) -> None:
 
 @contextlib.contextmanager
 def memory_write_lock(workspace: Workspace, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """The workspace's cross-process lock for read-check-write updates of memory files."""
-    lock_dir = workspace.lock_dir
-    try:
-        lock_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot write to {workspace.root}: {exc.strerror}") from exc
-    try:
-        with FileLock(str(lock_dir / "memory-write.lock")).acquire(timeout=timeout):
-            yield
-    except Timeout as exc:
-        raise WorkspaceError(
-            f"another process has held the memory write lock for {timeout:.0f} s; try again"
-        ) from exc
+    """The workspace's cross-process lock for read-check-write updates of memory files
+    (re-entrant: :func:`memdir.audit.lock.workspace_lock`)."""
+    with workspace_lock(workspace.state_dir, timeout):
+        yield
 
 
 def write_memory(
@@ -148,6 +147,7 @@ def write_memory(
     target: str = "daily",
     section: str | None = None,
     now: datetime,
+    via: str | None = None,
 ) -> WriteResult:
     """Append ``text`` to today's daily log, or add it to the MEMORY.md ``section``.
 
@@ -158,6 +158,8 @@ def write_memory(
         section: for ``memory``: ``preferences``, ``decisions``, ``lessons``, ``facts`` or
             ``todos``.
         now: the current time (its date picks the daily log).
+        via: what asked for the write, for the audit record (``MCP memory_write``); part of the
+            caller's operation when one is open (a flush, an extraction).
 
     Returns:
         Where the fact was written, or the line it duplicates.
@@ -168,8 +170,10 @@ def write_memory(
     """
     check_target(target, section)
     fact = normalise_memory_text(text)
-    with memory_write_lock(workspace):
+    with audited(workspace, "write", via=via) as op:
         try:
+            if op.component == "write" and via:
+                op.describe(f"via {via}")
             if section is not None:
                 return _write_section(workspace, fact, section)
             return _write_daily(workspace, fact, now.date().isoformat())
@@ -188,7 +192,7 @@ def _write_daily(workspace: Workspace, fact: str, day: str) -> WriteResult:
     payload = f"- {fact}{eol}"
     if not current.strip():
         payload = f"# {day}{eol}{eol}{payload}"
-    start = workspace.append_file(rel, payload)
+    start = append_text(workspace, rel, payload)
     line = start + payload.count("\n") - 1
     return WriteResult(rel, line, True, f"appended to the daily log {rel}", fact)
 
@@ -210,7 +214,7 @@ def _write_section(workspace: Workspace, fact: str, section: str) -> WriteResult
         if duplicate is not None:
             return _skipped(MEMORY_FILE, fact, duplicate)
     new_text, line = insert_bullet(current, section, f"- {fact}")
-    workspace.replace_file(MEMORY_FILE, new_text)
+    write_text(workspace, MEMORY_FILE, new_text)
     title = found.title if found is not None else parse_sections(new_text)[-1].title
     return WriteResult(MEMORY_FILE, line, True, f"added to {MEMORY_FILE} under ## {title}", fact)
 

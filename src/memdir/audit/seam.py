@@ -1,0 +1,334 @@
+"""The one seam every automatic write goes through: :func:`audited`, :func:`write_text`,
+:func:`append_text`.
+
+An automatic writer (flush, capture, extraction, ``memory_write``, session archives, dreaming,
+forget, the hooks) opens an operation and changes files only through this module::
+
+    with audited(workspace, "flush", session=session_id) as op:
+        ...                       # memory_write calls append_text(...) for each line
+        op.describe(f"{n} facts from session {session_id[:8]}…")
+
+The operation holds the workspace write lock from its first write to its record, so writes and
+records of two processes never interleave. Each file write is announced in the journal first
+(:mod:`memdir.audit.journal`), then made (atomic replace or locked append), and when the
+operation ends its record is stored once: a commit when the workspace is in a git repository
+(:mod:`memdir.audit.git`), else a line of ``.memdir/audit.jsonl``. Operations nest: a writer
+called inside another's operation joins it, so one flush of three lines is one record.
+
+Checks that must run before a write (issue 14's secret check) belong before the call into this
+module; the record is made after the write, here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from memdir.audit import journal
+from memdir.audit.git import GitTrail, clear_stale_locks
+from memdir.audit.journal import Intent
+from memdir.audit.jsonl import JsonlTrail
+from memdir.audit.lock import workspace_lock
+from memdir.audit.merge import changed_lines
+from memdir.audit.records import AuditRecord, FileChange
+from memdir.clock import now
+from memdir.errors import MemdirError
+from memdir.workspace import Workspace
+
+log = logging.getLogger("memdir.audit")
+
+#: ``[audit] git`` values: ``auto`` commits when the workspace is in a git repository.
+GIT_MODES = ("auto", "off")
+
+_local = threading.local()
+
+
+def _active() -> dict[str, Operation]:
+    ops: dict[str, Operation] | None = getattr(_local, "ops", None)
+    if ops is None:
+        ops = _local.ops = {}
+    return ops
+
+
+@dataclass
+class Operation:
+    """One audited write in progress: what it changed so far and how it will be described."""
+
+    workspace: Workspace
+    intent: Intent
+    record: AuditRecord | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.intent.id
+
+    @property
+    def component(self) -> str:
+        return self.intent.component
+
+    def describe(self, summary: str) -> None:
+        """Set the record's one-line reason (default: the lines and files changed)."""
+        self.intent.summary = summary
+
+    def adopt(self, rel: str, before: str | None, text: str) -> None:
+        """Record a file memdir changed from ``before`` to ``text`` before the operation began
+        (``memdir init --git`` commits the templates it wrote this way)."""
+        self.intent.files[rel] = (before, text)
+
+    def changed(self) -> bool:
+        return any(before != after for before, after in self.intent.files.values())
+
+    def added_lines(self) -> int:
+        """How many lines this operation added so far."""
+        return sum(len(changed_lines(b or "", a)[1]) for b, a in self.intent.files.values())
+
+
+@contextlib.contextmanager
+def audited(
+    workspace: Workspace,
+    component: str,
+    *,
+    summary: str | None = None,
+    session: str | None = None,
+    via: str | None = None,
+) -> Iterator[Operation]:
+    """Open an audited operation (or join the one this thread has open on ``workspace``).
+
+    Args:
+        workspace: where the files are.
+        component: who writes: ``flush``, ``capture``, ``extract``, ``archive``, ``dream``,
+            ``write``, ``forget``, ``hook``, ``init``.
+        summary: why, in one line; may be set later with :meth:`Operation.describe`.
+        session: the chat session the write comes from.
+        via: the tool or command that asked (``MCP memory_write``, ``memdir remember``).
+    """
+    ops = _active()
+    key = str(workspace.state_dir)
+    outer = ops.get(key)
+    if outer is not None:
+        intent = outer.intent
+        intent.session = intent.session or session
+        intent.via = intent.via or via
+        yield outer
+        return
+    with workspace_lock(workspace.state_dir):
+        recover(workspace)
+        intent = Intent(uuid.uuid4().hex[:16], component, now().astimezone(), summary, session, via)
+        op = Operation(workspace, intent)
+        ops[key] = op
+        try:
+            yield op
+        finally:
+            del ops[key]
+            if intent.files:
+                _finish(workspace, op)
+
+
+def write_text(workspace: Workspace, rel: str, text: str) -> None:
+    """Replace the workspace file ``rel`` with ``text`` atomically
+    (:meth:`memdir.workspace.Workspace.replace_file`), as part of the current operation (a
+    ``write`` operation of its own when none is open)."""
+    with audited(workspace, "write") as op:
+        before = _before(op, workspace, rel)
+        _announce(op, rel, before, text)
+        workspace.replace_file(rel, text)
+        op.intent.files[rel] = (before, text)
+
+
+def append_text(workspace: Workspace, rel: str, text: str) -> int:
+    """Append ``text`` to the workspace file ``rel`` under its lock
+    (:meth:`memdir.workspace.Workspace.append_file`), as part of the current operation; return
+    the 1-based line where it starts."""
+    with audited(workspace, "write") as op:
+        before = _before(op, workspace, rel)
+        current = read_text(workspace, rel) or ""
+        joint = "\n" if current and not current.endswith("\n") else ""
+        _announce(op, rel, before, current + joint + text)
+        start = workspace.append_file(rel, text)
+        op.intent.files[rel] = (before, read_text(workspace, rel) or "")
+        return start
+
+
+def read_text(workspace: Workspace, rel: str) -> str | None:
+    """A workspace file's text (bytes that are not UTF-8 kept as surrogates), or None when it
+    does not exist (:meth:`memdir.workspace.Workspace.read_file`: no symlink, no special
+    file)."""
+    try:
+        return workspace.read_file(rel).decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return None
+
+
+def git_trail(workspace: Workspace) -> GitTrail | None:
+    """The git trail of the workspace, or None (no repository, or ``[audit] git = "off"``)."""
+    if getattr(workspace, "audit_git", "auto") == "off":
+        return None
+    return GitTrail.discover(workspace.root, workspace.state_dir)
+
+
+def log_trail(workspace: Workspace) -> JsonlTrail:
+    return JsonlTrail(workspace.state_dir)
+
+
+def recover(workspace: Workspace) -> list[AuditRecord]:
+    """Finish the operations a killed process left in the journal (call under the lock).
+
+    Returns:
+        The records stored now.
+    """
+    clear_stale_locks(workspace.state_dir)
+    journal.clear_temporary(workspace.state_dir)
+    stored = []
+    for intent in journal.pending(workspace.state_dir):
+        files: dict[str, tuple[str | None, str]] = {}
+        for rel, (before, _) in intent.files.items():
+            try:
+                current = read_text(workspace, rel)
+            except MemdirError:  # became a symlink or a special file: not ours to record
+                continue
+            if current is not None and current != before:
+                files[rel] = (before, current)
+        if files and not _already_stored(workspace, intent.id, files):
+            op = Operation(workspace, replace(intent, files=files))
+            _finish(workspace, op)
+            if op.record is not None:
+                stored.append(op.record)
+        journal.clear(workspace.state_dir, intent.id)
+    return stored
+
+
+def _before(op: Operation, workspace: Workspace, rel: str) -> str | None:
+    if rel in op.intent.files:
+        return op.intent.files[rel][0]
+    return read_text(workspace, rel)
+
+
+def _announce(op: Operation, rel: str, before: str | None, after: str) -> None:
+    files = dict(op.intent.files)
+    files[rel] = (before, after)
+    journal.save(op.workspace.state_dir, replace(op.intent, files=files))
+
+
+def _already_stored(
+    workspace: Workspace, record_id: str, files: dict[str, tuple[str | None, str]]
+) -> bool:
+    """Whether the record is in the trail; a commit whose writer died before updating the
+    person's index gets its index update now."""
+    git = git_trail(workspace)
+    if git is not None:
+        try:
+            commit = git.find(record_id)
+            if commit is not None:
+                git.finish_index(commit, files)
+                return True
+        finally:
+            git.close()
+    return log_trail(workspace).has(record_id)
+
+
+def _finish(workspace: Workspace, op: Operation) -> None:
+    """Store the operation's record; on failure keep the journal so the next write retries."""
+    intent = op.intent
+    files = {rel: (b, a) for rel, (b, a) in intent.files.items() if b != a}
+    if not files:
+        journal.clear(workspace.state_dir, intent.id)
+        return
+    changes = tuple(_file_change(rel, b, a) for rel, (b, a) in sorted(files.items()))
+    record = AuditRecord(
+        id=intent.id,
+        time=intent.time,
+        component=intent.component,
+        summary=intent.summary or default_summary(changes),
+        files=changes,
+        session=intent.session,
+        via=intent.via,
+    )
+    try:
+        op.record = _store(workspace, record, files, op.warnings)
+    except (MemdirError, OSError) as exc:
+        message = (
+            f"audit record of {record.message!r} not stored yet (retried on the next write): {exc}"
+        )
+        op.warnings.append(message)
+        log.warning(message)
+        return
+    journal.clear(workspace.state_dir, intent.id)
+
+
+def _store(
+    workspace: Workspace,
+    record: AuditRecord,
+    files: dict[str, tuple[str | None, str]],
+    warnings: list[str],
+) -> AuditRecord:
+    git = git_trail(workspace)
+    if git is None:
+        return log_trail(workspace).append(record)
+    try:
+        committable = {rel: v for rel, v in files.items() if not git.ignored(rel)}
+        note = "ignored by git" if len(committable) < len(files) else None
+        stored = record
+        if committable:
+            try:
+                part = _subset(record, committable)
+                sha = git.commit(part, committable)
+                stored = replace(part, commit=sha) if sha else part
+            except MemdirError as exc:
+                committable, note = {}, f"git commit failed: {exc}"
+                warnings.append(note)
+        leftover = {rel: v for rel, v in files.items() if rel not in committable}
+        if leftover:
+            log_trail(workspace).append(replace(_subset(record, leftover), note=note))
+            if not committable:
+                return replace(record, note=note)
+        warnings.extend(git.notes)
+        return stored
+    finally:
+        git.close()
+
+
+def _subset(record: AuditRecord, files: dict[str, tuple[str | None, str]]) -> AuditRecord:
+    return replace(record, files=tuple(c for c in record.files if c.path in files))
+
+
+def _file_change(rel: str, before: str | None, after: str) -> FileChange:
+    removed, added = changed_lines(before or "", after)
+    return FileChange(rel, tuple(removed), tuple(added))
+
+
+def default_summary(changes: tuple[FileChange, ...]) -> str:
+    """``2 lines to memory/2026-12-01.md`` / ``removed 1 line from MEMORY.md``."""
+    added = sum(len(c.added) for c in changes)
+    removed = sum(len(c.removed) for c in changes)
+    where = ", ".join(c.path for c in changes[:3]) + (" …" if len(changes) > 3 else "")
+    parts = []
+    if added:
+        parts.append(f"{added} line{'s' if added != 1 else ''}")
+    if removed:
+        parts.append(f"removed {removed}")
+    return f"{' and '.join(parts) or 'no line'} in {where}"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 fact`` / ``3 facts``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def from_session(session: str | None) -> str:
+    """`` from session 7f3c9a2b…`` (empty without a session)."""
+    return f" from session {session[:8]}…" if session else ""
+
+
+def pending_count(workspace: Workspace) -> int:
+    """How many operations wait in the journal (a process was killed mid-write)."""
+    folder = journal.pending_dir(workspace.state_dir)
+    try:
+        return sum(1 for name in os.listdir(folder) if name.endswith(".json"))
+    except OSError:
+        return 0

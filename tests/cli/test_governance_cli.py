@@ -1,0 +1,54 @@
+"""``memdir init --git`` and ``memdir log`` through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memdir.cli import cli
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def fake_config() -> None:
+    home = Path(os.environ["MEMDIR_HOME"])
+    (home / "config.toml").write_text('[embedding]\nprovider = "fake"\n', encoding="utf-8")
+
+
+def test_init_git_then_log(runner: CliRunner, tmp_path: Path, fake_config: None) -> None:
+    root = tmp_path / "gws"
+    result = runner.invoke(cli, ["init", str(root), "--git"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "automatic writes are now commits" in result.output
+    assert (root / ".git").is_dir()
+    runner.invoke(cli, ["-w", str(root), "remember", "Ana owns CI"], catch_exceptions=False)
+    result = runner.invoke(cli, ["-w", str(root), "log", "--json"], catch_exceptions=False)
+    data = json.loads(result.output)
+    assert data["trail"]["kind"] == "git"
+    messages = [r["message"] for r in data["records"]]
+    assert messages == ["write: via memdir remember", "init: workspace templates"]
+    assert all(len(r["commit"]) == 40 for r in data["records"])
+    text = runner.invoke(cli, ["-w", str(root), "log", "--lines", "-n", "1"]).output
+    assert "write: via memdir remember" in text and "+3: - Ana owns CI" in text
+    assert "    via memdir remember" not in text  # said once, in the message
+
+
+def test_log_without_git_and_by_path(runner: CliRunner, tmp_path: Path, fake_config: None) -> None:
+    root = tmp_path / "plain"
+    runner.invoke(cli, ["init", str(root)], catch_exceptions=False)
+    assert "no automatic writes recorded" in runner.invoke(cli, ["-w", str(root), "log"]).output
+    runner.invoke(cli, ["-w", str(root), "remember", "Redis runs on 6380"])
+    runner.invoke(cli, ["-w", str(root), "remember", "Use uv", "-s", "preferences"])
+    data = json.loads(runner.invoke(cli, ["-w", str(root), "log", "MEMORY.md", "--json"]).output)
+    assert data["trail"]["kind"] == "log"
+    assert [r["files"][0]["path"] for r in data["records"]] == ["MEMORY.md"]
+    bad = runner.invoke(cli, ["-w", str(root), "log", "../etc/passwd.md"])
+    assert bad.exit_code == 1 and "not allowed" in bad.output
