@@ -130,3 +130,44 @@ def test_head_moved_by_the_person_is_built_upon(repo: Path, git: GitRunner) -> N
         "write: 3 lines in memory/2026-12-01.md",
     ]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_index_versions_and_split_index(repo: Path, git: GitRunner) -> None:
+    """Index v2/v3 are spliced, v4 is rewritten by dulwich, a split index is left alone."""
+    ws = Workspace(repo / "ws")
+    for n, version in enumerate(("3", "4")):
+        git(repo, "update-index", "--index-version", version)
+        written = (repo / ".git" / "index").read_bytes()[4:8]  # git may keep 2 for "3"
+        write_memory(ws, f"fact for index version {version} number {n}", now=NOW)
+        assert git(repo, "status", "--porcelain") == "", version
+        assert (repo / ".git" / "index").read_bytes()[4:8] == written
+    git(repo, "update-index", "--index-version", "2")
+    git(repo, "update-index", "--split-index")
+    assert list((repo / ".git").glob("sharedindex.*"))
+    before = (repo / ".git" / "index").read_bytes()
+    with Memory(repo / "ws") as mem:
+        mem.write("fact with a split index")
+    assert (repo / ".git" / "index").read_bytes() == before  # untouched
+    assert git(repo, "log", "-1", "--format=%s") == "write: via Memory.write\n"
+    git(repo, "fsck", "--no-dangling")
+
+
+def test_splice_matches_git(repo: Path, git: GitRunner) -> None:
+    from memdir.audit.gitindex import Stat, parse_entries, splice
+
+    data = (repo / ".git" / "index").read_bytes()
+    parsed = parse_entries(data)
+    assert parsed is not None
+    names = [e.name for e in parsed[1]]
+    assert names == sorted(names) and b"notes.txt" in names
+    blob = git(repo, "hash-object", "-w", "--stdin", check=True)  # empty blob
+    sha = bytes.fromhex(blob.strip())
+    out = splice(
+        data, {b"notes.txt": (sha, 0o100644, Stat()), b"aaa/new.md": (sha, 0o100644, Stat())}
+    )
+    assert out is not None
+    (repo / ".git" / "index").write_bytes(out)
+    staged = git(repo, "ls-files", "-s")
+    assert f"100644 {blob.strip()} 0\taaa/new.md" in staged
+    assert f"100644 {blob.strip()} 0\tnotes.txt" in staged
+    assert staged.count("\n") == len(names) + 1

@@ -54,6 +54,7 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import HEADREF
 from dulwich.repo import Repo
 
+from memdir.audit import gitindex
 from memdir.audit.merge import carry_change, changed_lines
 from memdir.audit.records import AuditRecord, FileChange
 from memdir.errors import WorkspaceError
@@ -90,6 +91,7 @@ class GitTrail:
         rel = workspace_root.resolve().relative_to(self.worktree).as_posix()
         self.prefix = "" if rel == "." else rel + "/"
         self.notes: list[str] = []
+        self._started = 0.0
         self._ignore: IgnoreFilterManager | None = None
 
     @classmethod
@@ -139,7 +141,16 @@ class GitTrail:
         Raises:
             WorkspaceError: HEAD kept moving, or the repository cannot be written.
         """
+        try:
+            return self._commit(record, files)
+        except OSError as exc:
+            self._clear_note()
+            raise WorkspaceError(f"cannot commit to {self.worktree}: {exc}") from exc
+
+    def _commit(self, record: AuditRecord, files: dict[str, tuple[str | None, str]]) -> str | None:
         store = self.repo.object_store
+        self._started = time.time()
+        self._note_locks(None, None)  # object files are written under .lock names too
         for _ in range(CAS_ATTEMPTS):
             names, head = self.repo.refs.follow(HEADREF)
             head_tree = self._commit_tree(head) if head is not None else None
@@ -182,8 +193,6 @@ class GitTrail:
             except FileLocked:
                 moved = False  # a person's git holds the branch lock: wait a little, retry
                 time.sleep(0.05)
-            except OSError as exc:
-                raise WorkspaceError(f"cannot commit to {self.worktree}: {exc}") from exc
             if moved:
                 self._update_index(files, carried, head is None)
                 self._clear_note()
@@ -194,16 +203,19 @@ class GitTrail:
             "written and recorded in .memdir/audit.jsonl instead"
         )
 
-    def _note_locks(self, ref: bytes, new: bytes) -> None:
+    def _note_locks(self, ref: bytes | None, new: bytes | None) -> None:
         if self.marker is None:
             return
         refpath = getattr(self.repo.refs, "refpath", None)
-        ref_lock = os.fsdecode(refpath(ref)) + ".lock" if refpath is not None else None
+        ref_lock = None
+        if ref is not None and refpath is not None:
+            ref_lock = os.fsdecode(refpath(ref)) + ".lock"
         note = {
             "pid": os.getpid(),
-            "time": time.time(),
+            "time": self._started,
+            "objects": os.fsdecode(self.repo.object_store.path),
             "ref_lock": ref_lock,
-            "expect": new.decode("ascii"),
+            "expect": new.decode("ascii") if new is not None else "",
             "index_lock": os.fsdecode(self.repo.index_path()) + ".lock",
         }
         self.marker.parent.mkdir(parents=True, exist_ok=True)
@@ -238,56 +250,139 @@ class GitTrail:
             )
             return
         try:
-            entries, version, extensions, unsafe = _read_index(index_path)
-            if unsafe:
-                lock.abort()
-                self.notes.append(
-                    "split or sparse git index left alone: run `git reset -q -- <path>` for "
-                    "the paths memdir committed"
-                )
-                return
-            for rel, (old_sha, new_sha) in carried.items():
-                key = self.repo_path(rel).encode("utf-8")
-                entry = entries.get(key)
-                if isinstance(entry, ConflictedIndexEntry):
-                    continue
-                if entry is None:
-                    if old_sha is not None:
-                        continue  # the person staged its deletion
-                    sha = new_sha
-                elif entry.sha == old_sha:
-                    sha = new_sha
-                elif only_from_old:
-                    continue  # already in step, or the person's own: leave it
-                else:  # the person staged their own version: carry memdir's change onto it
-                    before, after = files[rel]
-                    staged = _blob_text(self.repo, entry.sha)
-                    blob = Blob.from_string(
-                        carry_change(before or "", after, staged).encode("utf-8", "surrogateescape")
-                    )
-                    self.repo.object_store.add_object(blob)
-                    sha = blob.id
-                entries[key] = self._entry(rel, sha, entry)
-            kept = [ext for ext in extensions if ext.signature not in _STALE_EXTENSIONS]
-            writer = IndexChecksumWriter(lock)
-            write_index_dict(writer, entries, version=version, extensions=kept)
-            writer.close()
+            data = _read_bytes(index_path)
+            if not self._splice_index(lock, data, files, carried, only_from_old):
+                self._rewrite_index(lock, index_path, files, carried, only_from_old)
         except BaseException:
             lock.abort()
             raise
 
-    def _entry(self, rel: str, sha: ObjectID, old: IndexEntry | None) -> IndexEntry:
-        """An index entry for ``sha``: stat data of the working file when it holds exactly
-        that blob (git then sees it clean), else zeros (git re-reads the file)."""
+    def _target_sha(
+        self,
+        rel: str,
+        carried: tuple[ObjectID | None, ObjectID],
+        current: ObjectID | None,
+        files: dict[str, tuple[str | None, str]],
+        only_from_old: bool,
+    ) -> ObjectID | None:
+        """The blob the person's index entry should get, or None to leave it."""
+        old_sha, new_sha = carried
+        if current is None:
+            return new_sha if old_sha is None else None  # else: the person staged its deletion
+        if current == old_sha:
+            return new_sha
+        if only_from_old or current == new_sha:
+            return None
+        # The person staged their own version: carry memdir's change onto it.
+        before, after = files[rel]
+        staged = _blob_text(self.repo, current)
+        blob = Blob.from_string(
+            carry_change(before or "", after, staged).encode("utf-8", "surrogateescape")
+        )
+        self.repo.object_store.add_object(blob)
+        sha: ObjectID = blob.id
+        return sha
+
+    def _splice_index(
+        self,
+        lock: _GitFile,
+        data: bytes | None,
+        files: dict[str, tuple[str | None, str]],
+        carried: dict[str, tuple[ObjectID | None, ObjectID]],
+        only_from_old: bool,
+    ) -> bool:
+        """The fast path (:mod:`memdir.audit.gitindex`); False when it does not apply."""
+        if data is None:
+            data = gitindex.EMPTY_INDEX
+        parsed = gitindex.parse_entries(data)
+        if parsed is None:
+            return False
+        current = {e.name: e for e in parsed[1] if e.stage == 0}
+        conflicted = {e.name for e in parsed[1] if e.stage != 0}
+        updates: dict[bytes, tuple[bytes, int, gitindex.Stat]] = {}
+        for rel, pair in carried.items():
+            key = self.repo_path(rel).encode("utf-8")
+            if key in conflicted:
+                continue
+            entry = current.get(key)
+            now = entry.sha.hex().encode("ascii") if entry is not None else None
+            sha = self._target_sha(rel, pair, ObjectID(now) if now else None, files, only_from_old)
+            if sha is not None:
+                mode = entry.mode if entry is not None else _FILE_MODE
+                updates[key] = (bytes.fromhex(sha.decode("ascii")), mode, self._stat(rel, sha))
+        if not updates:
+            lock.abort()
+            return True
+        spliced = gitindex.splice(data, updates)
+        if spliced is None:
+            return False
+        lock.write(spliced)
+        lock.close()
+        return True
+
+    def _rewrite_index(
+        self,
+        lock: _GitFile,
+        index_path: str,
+        files: dict[str, tuple[str | None, str]],
+        carried: dict[str, tuple[ObjectID | None, ObjectID]],
+        only_from_old: bool,
+    ) -> None:
+        """The slow path: dulwich reads and writes every entry (index version 4 and the like)."""
+        entries, version, extensions, unsafe = _read_index(index_path)
+        if unsafe:
+            lock.abort()
+            self.notes.append(
+                "split or sparse git index left alone: run `git reset -q -- <path>` for "
+                "the paths memdir committed"
+            )
+            return
+        for rel, pair in carried.items():
+            key = self.repo_path(rel).encode("utf-8")
+            entry = entries.get(key)
+            if isinstance(entry, ConflictedIndexEntry):
+                continue
+            sha = self._target_sha(
+                rel, pair, entry.sha if entry is not None else None, files, only_from_old
+            )
+            if sha is not None:
+                entries[key] = self._entry(rel, sha, entry)
+        kept = [ext for ext in extensions if ext.signature not in _STALE_EXTENSIONS]
+        writer = IndexChecksumWriter(lock)
+        write_index_dict(writer, entries, version=version, extensions=kept)
+        writer.close()
+
+    def _stat(self, rel: str, sha: ObjectID) -> gitindex.Stat:
+        """The working file's stat data when it holds exactly that blob (git then sees it
+        clean), else zeros (git re-reads the file)."""
+        st = self._matching_stat(rel, sha)
+        if st is None:
+            return gitindex.Stat()
+        return gitindex.Stat(
+            (int(st.st_ctime), st.st_ctime_ns % 1_000_000_000),
+            (int(st.st_mtime), st.st_mtime_ns % 1_000_000_000),
+            st.st_dev,
+            st.st_ino,
+            st.st_uid,
+            st.st_gid,
+            st.st_size,
+        )
+
+    def _matching_stat(self, rel: str, sha: ObjectID) -> os.stat_result | None:
         location = self.worktree / self.repo_path(rel)
-        flags = old.flags if old is not None else 0
-        extended = old.extended_flags if old is not None else 0
         with contextlib.suppress(OSError):
             st = os.lstat(location)
-            if stat_mod.S_ISREG(st.st_mode):
-                blob = Blob.from_string(location.read_bytes())
-                if blob.id == sha:
-                    return index_entry_from_stat(st, sha, flags=flags, extended_flags=extended)
+            if stat_mod.S_ISREG(st.st_mode) and Blob.from_string(location.read_bytes()).id == sha:
+                return st
+        return None
+
+    def _entry(self, rel: str, sha: ObjectID, old: IndexEntry | None) -> IndexEntry:
+        """A dulwich index entry for ``sha`` (see :meth:`_stat`)."""
+        flags = old.flags if old is not None else 0
+        extended = old.extended_flags if old is not None else 0
+        st = self._matching_stat(rel, sha)
+        if st is not None:
+            return index_entry_from_stat(st, sha, flags=flags, extended_flags=extended)
         return IndexEntry(
             ctime=0,
             mtime=0,
@@ -397,6 +492,14 @@ def clear_stale_locks(state_dir: Path) -> list[str]:
     if pid and pid != os.getpid() and _alive(pid):
         return []  # still running (it cannot be: we hold the workspace lock), leave it
     removed = []
+    since = float(note.get("time", 0)) - 1
+    objects = note.get("objects")
+    if objects:  # dulwich writes each loose object as objects/xx/<id>.lock, then renames it
+        for leftover in Path(objects).glob("??/*.lock"):
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime >= since:
+                    leftover.unlink()
+                    removed.append(str(leftover))
     ref_lock = note.get("ref_lock")
     if ref_lock:
         expect = str(note.get("expect", "")).encode("ascii") + b"\n"
@@ -408,7 +511,7 @@ def clear_stale_locks(state_dir: Path) -> list[str]:
     index_lock = note.get("index_lock")
     if index_lock:
         with contextlib.suppress(OSError):
-            if os.stat(index_lock).st_mtime >= float(note.get("time", 0)) - 1:
+            if os.stat(index_lock).st_mtime >= since:
                 os.unlink(index_lock)
                 removed.append(index_lock)
     with contextlib.suppress(FileNotFoundError):
@@ -495,6 +598,14 @@ def _first_line(message: bytes) -> str:
 def _commit_time(commit: Commit) -> datetime:
     zone = timezone(timedelta(seconds=commit.commit_timezone))
     return datetime.fromtimestamp(commit.commit_time, zone)
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
 
 
 def _lock_index(index_path: str) -> _GitFile | None:

@@ -251,6 +251,8 @@ def _finish(workspace: Workspace, op: Operation) -> None:
     )
     try:
         op.record = _store(workspace, record, files, op.warnings)
+        for warning in op.warnings:
+            log.warning("%s", warning)
     except (MemdirError, OSError) as exc:
         message = (
             f"audit record of {record.message!r} not stored yet (retried on the next write): {exc}"
