@@ -15,7 +15,7 @@ it never fails a search.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -445,7 +445,16 @@ class Memory:
             if target.lower().endswith(".md"):
                 target = self.workspace.display_path(self.workspace.resolve_memory_path(target))
             shown = target
-        return history(self.workspace, path=shown, limit=limit)
+        if self.scope == "shared" and shown in PRIVATE_FILES:
+            raise PathNotAllowed(f"{shown}: not available in a shared session")
+        records = history(self.workspace, path=shown, limit=limit)
+        if self.scope == "shared":  # the private files' lines are not shown
+            records = [
+                replace(r, files=tuple(f for f in r.files if f.path not in PRIVATE_FILES))
+                for r in records
+                if any(f.path not in PRIVATE_FILES for f in r.files)
+            ]
+        return records
 
     def audit_status(self) -> dict[str, Any]:
         """Where the audit trail goes (git repository or log file) and what waits to be

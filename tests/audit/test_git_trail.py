@@ -153,17 +153,17 @@ def test_index_versions_and_split_index(repo: Path, git: GitRunner) -> None:
 
 
 def test_splice_matches_git(repo: Path, git: GitRunner) -> None:
-    from memdir.audit.gitindex import Stat, parse_entries, splice
+    from memdir.audit.gitindex import Stat, parse_index, splice
 
     data = (repo / ".git" / "index").read_bytes()
-    parsed = parse_entries(data)
+    parsed = parse_index(data)
     assert parsed is not None
-    names = [e.name for e in parsed[1]]
+    names = parsed.names
     assert names == sorted(names) and b"notes.txt" in names
     blob = git(repo, "hash-object", "-w", "--stdin", check=True)  # empty blob
     sha = bytes.fromhex(blob.strip())
     out = splice(
-        data, {b"notes.txt": (sha, 0o100644, Stat()), b"aaa/new.md": (sha, 0o100644, Stat())}
+        parsed, {b"notes.txt": (sha, 0o100644, Stat()), b"aaa/new.md": (sha, 0o100644, Stat())}
     )
     assert out is not None
     (repo / ".git" / "index").write_bytes(out)

@@ -6,7 +6,9 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from memdir import Memory, ScriptedLLM
+import pytest
+
+from memdir import Memory, PathNotAllowed, ScriptedLLM
 from memdir.audit import audited, write_text
 from memdir.audit.history import history, trail_status
 from memdir.audit.journal import Intent, pending, save
@@ -128,3 +130,14 @@ def test_write_text_outside_an_operation_opens_one(workspace: Path) -> None:
     write_text(ws, "memory/topic.md", "# Topic\n")
     [record] = records(workspace)
     assert record["component"] == "write" and record["files"][0]["path"] == "memory/topic.md"
+
+
+def test_shared_scope_log_hides_private_files(workspace: Path) -> None:
+    with Memory(workspace) as mem:
+        mem.write("Beta is owned by Ana", target="memory", section="facts")
+        mem.write("Deploy moved to Friday")
+    with Memory(workspace, scope="shared") as shared:
+        [record] = shared.log()
+        assert record.paths == [TODAY]
+        with pytest.raises(PathNotAllowed):
+            shared.log("MEMORY.md")

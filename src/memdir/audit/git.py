@@ -294,26 +294,25 @@ class GitTrail:
         """The fast path (:mod:`memdir.audit.gitindex`); False when it does not apply."""
         if data is None:
             data = gitindex.EMPTY_INDEX
-        parsed = gitindex.parse_entries(data)
-        if parsed is None:
+        index = gitindex.parse_index(data)
+        if index is None:
             return False
-        current = {e.name: e for e in parsed[1] if e.stage == 0}
-        conflicted = {e.name for e in parsed[1] if e.stage != 0}
         updates: dict[bytes, tuple[bytes, int, gitindex.Stat]] = {}
         for rel, pair in carried.items():
             key = self.repo_path(rel).encode("utf-8")
-            if key in conflicted:
-                continue
-            entry = current.get(key)
-            now = entry.sha.hex().encode("ascii") if entry is not None else None
-            sha = self._target_sha(rel, pair, ObjectID(now) if now else None, files, only_from_old)
+            found = [index.entry(i) for i in index.positions(key)]
+            if any(e.stage != 0 for e in found):
+                continue  # a merge conflict on this path: leave it to the person
+            entry = found[0] if found else None
+            now = ObjectID(entry.sha.hex().encode("ascii")) if entry is not None else None
+            sha = self._target_sha(rel, pair, now, files, only_from_old)
             if sha is not None:
                 mode = entry.mode if entry is not None else _FILE_MODE
                 updates[key] = (bytes.fromhex(sha.decode("ascii")), mode, self._stat(rel, sha))
         if not updates:
             lock.abort()
             return True
-        spliced = gitindex.splice(data, updates)
+        spliced = gitindex.splice(index, updates)
         if spliced is None:
             return False
         lock.write(spliced)

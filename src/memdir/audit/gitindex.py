@@ -13,6 +13,7 @@ alone. Format: git's ``Documentation/gitformat-index.txt``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import struct
 from dataclasses import dataclass
@@ -54,76 +55,98 @@ class Entry:
     stage: int
     flags: int
     extended_flags: int
-    start: int
-    end: int
 
 
-def parse_entries(data: bytes) -> tuple[int, list[Entry], int] | None:
-    """The version, the entries and where the extensions start; None for a format this module
-    does not splice (see the module docstring)."""
+@dataclass(frozen=True)
+class ParsedIndex:
+    """Where each entry of an index file is (entries are sorted by name, then stage)."""
+
+    data: bytes
+    version: int
+    names: list[bytes]
+    starts: list[int]  # one more than names: the last is where the extensions start
+
+    def positions(self, name: bytes) -> range:
+        """The indexes of ``name``'s entries (one per stage; empty when absent)."""
+        first = bisect.bisect_left(self.names, name)
+        last = bisect.bisect_right(self.names, name, lo=first)
+        return range(first, last)
+
+    def entry(self, i: int) -> Entry:
+        fields = _ENTRY.unpack_from(self.data, self.starts[i])
+        flags = fields[11]
+        extended = 0
+        if flags & _EXTENDED:
+            (extended,) = struct.unpack_from(">H", self.data, self.starts[i] + _ENTRY.size)
+        return Entry(
+            self.names[i], fields[10], fields[6], (flags >> _STAGE_SHIFT) & 3, flags, extended
+        )
+
+
+def parse_index(data: bytes) -> ParsedIndex | None:
+    """The entries' places in ``data``; None for a format this module does not splice (see
+    the module docstring). Only each entry's flags and name are read."""
     if len(data) < _HEADER.size + _SHA_LEN:
         return None
     signature, version, count = _HEADER.unpack_from(data, 0)
     if signature != b"DIRC" or version not in (2, 3):
         return None
+    flags_of = struct.Struct(">H").unpack_from
     pos = _HEADER.size
-    entries = []
     limit = len(data) - _SHA_LEN
+    names: list[bytes] = []
+    starts: list[int] = []
     for _ in range(count):
         if pos + _ENTRY.size > limit:
             return None
-        fields = _ENTRY.unpack_from(data, pos)
-        mode, sha, flags = fields[6], fields[10], fields[11]
+        (flags,) = flags_of(data, pos + _ENTRY.size - 2)
         header = _ENTRY.size
-        extended = 0
         if flags & _EXTENDED:
             if version < 3:
                 return None
-            (extended,) = struct.unpack_from(">H", data, pos + header)
             header += 2
         name_start = pos + header
         length = flags & _NAME_MASK
         name_end = data.index(b"\0", name_start) if length == _NAME_MASK else name_start + length
-        size = (header + (name_end - name_start) + 8) & ~7
-        entries.append(
-            Entry(
-                data[name_start:name_end],
-                sha,
-                mode,
-                (flags >> _STAGE_SHIFT) & 3,
-                flags,
-                extended,
-                pos,
-                pos + size,
-            )
-        )
-        pos += size
-    return version, entries, pos
+        names.append(data[name_start:name_end])
+        starts.append(pos)
+        pos += (header + (name_end - name_start) + 8) & ~7
+    starts.append(pos)
+    return ParsedIndex(data, version, names, starts)
 
 
-def splice(data: bytes, updates: dict[bytes, tuple[bytes, int, Stat]]) -> bytes | None:
-    """``data`` (an index file) with the stage-0 entries of ``updates`` (path → (raw sha, mode,
-    stat)) replaced or inserted; None when the format is not one this module splices, or a path
-    has conflict stages (a merge in progress: the caller leaves it alone)."""
-    parsed = parse_entries(data)
-    if parsed is None:
-        return None
-    version, entries, ext_start = parsed
-    extensions = _kept_extensions(data, ext_start)
+def splice(index: ParsedIndex, updates: dict[bytes, tuple[bytes, int, Stat]]) -> bytes | None:
+    """The index file with the stage-0 entries of ``updates`` (path → (raw sha, mode, stat))
+    replaced or inserted; None when an extension is marked required (split or sparse index) or
+    a path has conflict stages (a merge in progress: the caller leaves it alone)."""
+    data = index.data
+    extensions = _kept_extensions(data, index.starts[-1])
     if extensions is None:
         return None
-    by_name = {e.name: e for e in entries}
-    if any(e.stage != 0 for e in entries if e.name in updates):
-        return None
-    pieces: list[tuple[bytes, bytes]] = [
-        (e.name, data[e.start : e.end]) for e in entries if e.name not in updates
-    ]
-    for name, (sha, mode, stat) in updates.items():
-        old = by_name.get(name)
-        pieces.append((name, _encode(name, sha, mode, stat, old, version)))
-    pieces.sort(key=lambda item: item[0])
-    body = _HEADER.pack(b"DIRC", version, len(pieces)) + b"".join(p for _, p in pieces)
-    body += extensions
+    edits: list[tuple[int, int, bytes]] = []  # (start, end, replacement) in data
+    added = 0
+    for name, (sha, mode, stat) in sorted(updates.items()):
+        found = index.positions(name)
+        if len(found) > 1 or (found and index.entry(found[0]).stage != 0):
+            return None
+        if found:
+            i = found[0]
+            old = index.entry(i)
+            raw = _encode(name, sha, mode, stat, old, index.version)
+            edits.append((index.starts[i], index.starts[i + 1], raw))
+        else:
+            at = index.starts[bisect.bisect_left(index.names, name)]
+            edits.append((at, at, _encode(name, sha, mode, stat, None, index.version)))
+            added += 1
+    pieces = [_HEADER.pack(b"DIRC", index.version, len(index.names) + added)]
+    pos = _HEADER.size
+    for start, end, raw in sorted(edits, key=lambda e: (e[0], e[1])):
+        pieces.append(data[pos:start])
+        pieces.append(raw)
+        pos = end
+    pieces.append(data[pos : index.starts[-1]])
+    pieces.append(extensions)
+    body = b"".join(pieces)
     return body + hashlib.sha1(body, usedforsecurity=False).digest()
 
 
