@@ -20,8 +20,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memdir.audit import AuditRecord
-from memdir.audit.history import history, trail_status
 from memdir.clock import now
 from memdir.config import Config, default_workspace, index_url, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
@@ -43,6 +41,7 @@ from memdir.workspace import (
 )
 
 if TYPE_CHECKING:  # imported where used: a search loads none of them
+    from memdir.audit import AuditRecord
     from memdir.dreaming.budget import BudgetUsage
     from memdir.dreaming.phases import DreamReport
     from memdir.history import HistoryEvent
@@ -447,6 +446,8 @@ class Memory:
             shown = target
         if self.scope == "shared" and shown in PRIVATE_FILES:
             raise PathNotAllowed(f"{shown}: not available in a shared session")
+        from memdir.audit.history import history
+
         records = history(self.workspace, path=shown, limit=limit)
         if self.scope == "shared":  # the private files' lines are not shown
             records = [
@@ -459,6 +460,8 @@ class Memory:
     def audit_status(self) -> dict[str, Any]:
         """Where the audit trail goes (git repository or log file) and what waits to be
         recorded."""
+        from memdir.audit.history import trail_status
+
         return trail_status(self.workspace)
 
     # -- dreaming -------------------------------------------------------------------------

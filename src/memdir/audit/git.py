@@ -55,6 +55,7 @@ from dulwich.refs import HEADREF
 from dulwich.repo import Repo
 
 from memdir.audit import gitindex
+from memdir.audit.gitlocks import LOCK_MARKER
 from memdir.audit.merge import carry_change, changed_lines
 from memdir.audit.records import AuditRecord, FileChange
 from memdir.errors import WorkspaceError
@@ -71,7 +72,6 @@ _STALE_EXTENSIONS = {b"TREE", b"EOIE", b"IEOT", b"UNTR", b"FSMN"}
 #: Index extensions that mean the entries read are not the whole index: never rewrite it.
 _UNSAFE_EXTENSIONS = {b"link", b"sdir"}
 _FILE_MODE = 0o100644
-LOCK_MARKER = "audit/git-locks.json"
 
 
 class GitTrail:
@@ -477,55 +477,6 @@ class GitTrail:
             removed, added = changed_lines(before, after)
             out.append(FileChange(rel, tuple(removed), tuple(added)))
         return out
-
-
-def clear_stale_locks(state_dir: Path) -> list[str]:
-    """Remove the git ``.lock`` files a killed memdir process left (see the module docstring);
-    call under the workspace write lock. Returns the paths removed."""
-    marker = state_dir / LOCK_MARKER
-    try:
-        note = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    pid = int(note.get("pid", 0))
-    if pid and pid != os.getpid() and _alive(pid):
-        return []  # still running (it cannot be: we hold the workspace lock), leave it
-    removed = []
-    since = float(note.get("time", 0)) - 1
-    objects = note.get("objects")
-    if objects:  # dulwich writes each loose object as objects/xx/<id>.lock, then renames it
-        for leftover in Path(objects).glob("??/*.lock"):
-            with contextlib.suppress(OSError):
-                if leftover.stat().st_mtime >= since:
-                    leftover.unlink()
-                    removed.append(str(leftover))
-    ref_lock = note.get("ref_lock")
-    if ref_lock:
-        expect = str(note.get("expect", "")).encode("ascii") + b"\n"
-        with contextlib.suppress(OSError):
-            content = Path(ref_lock).read_bytes()
-            if expect.startswith(content):  # empty, partial or whole: the lock memdir wrote
-                os.unlink(ref_lock)
-                removed.append(ref_lock)
-    index_lock = note.get("index_lock")
-    if index_lock:
-        with contextlib.suppress(OSError):
-            if os.stat(index_lock).st_mtime >= since:
-                os.unlink(index_lock)
-                removed.append(index_lock)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(marker)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _lookup(repo: Repo, tree: ObjectID | None, path: bytes) -> tuple[int | None, ObjectID | None]:

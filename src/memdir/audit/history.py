@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dulwich.repo import Repo
-
-from memdir.audit.git import GitTrail
 from memdir.audit.lock import workspace_lock
 from memdir.audit.records import AuditRecord
 from memdir.audit.seam import audited, git_trail, log_trail, pending_count, read_text, recover
@@ -97,6 +94,10 @@ def init_git(workspace: Workspace, created: list[str]) -> tuple[str, str | None]
     """
     if workspace.audit_git == "off":
         raise WorkspaceError('--git needs [audit] git = "auto" (it is "off" in the config)')
+    from dulwich.repo import Repo
+
+    from memdir.audit.git import GitTrail
+
     git = GitTrail.discover(workspace.root)
     if git is None:
         try:

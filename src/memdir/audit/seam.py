@@ -28,9 +28,11 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memdir.audit import journal
-from memdir.audit.git import GitTrail, clear_stale_locks
+from memdir.audit.gitlocks import clear_stale_locks
 from memdir.audit.journal import Intent
 from memdir.audit.jsonl import JsonlTrail
 from memdir.audit.lock import workspace_lock
@@ -39,6 +41,9 @@ from memdir.audit.records import AuditRecord, FileChange
 from memdir.clock import now
 from memdir.errors import MemdirError
 from memdir.workspace import Workspace
+
+if TYPE_CHECKING:
+    from memdir.audit.git import GitTrail
 
 log = logging.getLogger("memdir.audit")
 
@@ -167,9 +172,17 @@ def read_text(workspace: Workspace, rel: str) -> str | None:
 
 def git_trail(workspace: Workspace) -> GitTrail | None:
     """The git trail of the workspace, or None (no repository, or ``[audit] git = "off"``)."""
-    if getattr(workspace, "audit_git", "auto") == "off":
+    if getattr(workspace, "audit_git", "auto") == "off" or not _in_git_tree(workspace.root):
         return None
+    from memdir.audit.git import GitTrail  # dulwich loads only in a git workspace
+
     return GitTrail.discover(workspace.root, workspace.state_dir)
+
+
+def _in_git_tree(folder: Path) -> bool:
+    """Whether ``folder`` or a parent has a ``.git`` (folder or file): a cheap test before
+    dulwich is loaded to look properly."""
+    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
 
 
 def log_trail(workspace: Workspace) -> JsonlTrail:
