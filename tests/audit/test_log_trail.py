@@ -132,7 +132,10 @@ def test_write_text_outside_an_operation_opens_one(workspace: Path) -> None:
     assert record["component"] == "write" and record["files"][0]["path"] == "memory/topic.md"
 
 
-def test_shared_scope_log_hides_private_files(workspace: Path) -> None:
+def test_shared_scope_log_hides_private_files(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_NOW", NOW.isoformat())
     with Memory(workspace) as mem:
         mem.write("Beta is owned by Ana", target="memory", section="facts")
         mem.write("Deploy moved to Friday")
