@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -118,8 +119,6 @@ async def apply(request: Request) -> Response:
         if current != body["confirm"]:
             return current, None
         return current, memory.dream(apply=True, schedule=gates == "schedule", diary=diary)
-
-    from starlette.concurrency import run_in_threadpool
 
     current, report = await run_in_threadpool(ui.call, run)
     if report is None:
