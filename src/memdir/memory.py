@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.dreaming.phases import DreamReport
     from memdir.history import HistoryEvent
     from memdir.lifecycle.extract import ExtractionReport
+    from memdir.lifecycle.forget import ForgetResult
     from memdir.lifecycle.write import WriteResult
     from memdir.llm.base import LLM, Message
 
@@ -457,6 +458,69 @@ class Memory:
             ]
         return records
 
+    def forget(
+        self,
+        target: str,
+        *,
+        apply: bool = False,
+        force: bool = False,
+        max_results: int = 10,
+        via: str = "Memory.forget",
+    ) -> ForgetResult:
+        """``memdir forget``: the lines ``target`` names, removed with ``apply``.
+
+        Args:
+            target: ``PATH#Lx`` / ``PATH#Lx-Ly``, or a query (its best hits' lines that carry
+                most of its terms).
+            apply: remove them (default: only show them).
+            force: also remove lines a person wrote (default: only lines memdir wrote).
+            max_results: how many search hits a query looks at.
+            via: what asked, for the audit record.
+
+        The removal is one audited ``forget`` write (undo: ``git revert``, or the removed text
+        in ``memdir log --lines``); the index is updated at once and the recall store forgets
+        the lines for good, so dreaming never promotes them again.
+
+        Raises:
+            PathNotAllowed: in a shared session, or a path outside the memory files.
+            MemdirError: an empty target, a line range past the end of the file.
+        """
+        from memdir.audit.history import history
+        from memdir.audit.provenance import Provenance
+        from memdir.dreaming.promotion import forget_key, plain_text
+        from memdir.lifecycle.forget import ForgetResult, find_targets, remove_lines
+
+        if self.scope == "shared":
+            raise PathNotAllowed("forget is not available in a shared session")
+        target = target.strip()
+        if not target:
+            raise MemdirError("nothing to forget: give PATH#Lx[-Ly] or a query")
+        provenance = Provenance.from_records(history(self.workspace, with_lines=True))
+        found = find_targets(
+            self.workspace,
+            target,
+            provenance,
+            lambda q: self.search(q, max_results=max_results, min_score=0.0, record=False),
+        )
+        if not apply or not found:
+            return ForgetResult(target, found)
+        result = remove_lines(
+            self.workspace,
+            found,
+            force=force,
+            summary=_short(target),
+            via=via,
+            provenance=provenance,
+        )
+        if result.removed:
+            self.index.refresh()
+            keys = [(x.path, plain_text(x.text), forget_key(x.text)) for x in result.removed]
+            try:
+                result.recalls_dropped = self.recalls.forget(keys, now=now())
+            except Exception as exc:  # the files are changed: report, do not fail
+                result.warnings.append(f"the recall store could not be updated: {exc}")
+        return result
+
     def audit_status(self) -> dict[str, Any]:
         """Where the audit trail goes (git repository or log file) and what waits to be
         recorded."""
@@ -544,3 +608,9 @@ def _read_lines(
     if from_line is None and lines is None:
         body = text
     return GetResult(shown, body, start + 1, len(selected), len(all_lines), exists=True)
+
+
+def _short(target: str, limit: int = 60) -> str:
+    """A target as the audit record quotes it."""
+    one = " ".join(target.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"

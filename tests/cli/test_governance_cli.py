@@ -52,3 +52,32 @@ def test_log_without_git_and_by_path(runner: CliRunner, tmp_path: Path, fake_con
     assert [r["files"][0]["path"] for r in data["records"]] == ["MEMORY.md"]
     bad = runner.invoke(cli, ["-w", str(root), "log", "../etc/passwd.md"])
     assert bad.exit_code == 1 and "not allowed" in bad.output
+
+
+def test_forget_preview_apply_force(
+    runner: CliRunner, tmp_path: Path, fake_config: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_NOW", "2026-12-01T09:00")
+    root = tmp_path / "fws"
+    runner.invoke(cli, ["init", str(root)], catch_exceptions=False)
+    runner.invoke(cli, ["-w", str(root), "remember", "The staging Redis listens on port 6380"])
+    daily = root / "memory" / "2026-12-01.md"
+    with daily.open("a", encoding="utf-8") as fh:
+        fh.write("- my note: redis port 6379 in prod\n")
+    preview = runner.invoke(cli, ["-w", str(root), "forget", "redis port"], catch_exceptions=False)
+    assert preview.exit_code == 0
+    assert "would remove 2 line(s)" in preview.output
+    assert "[memdir]" in preview.output and "needs --force" in preview.output
+    applied = runner.invoke(cli, ["-w", str(root), "forget", "redis port", "--apply"])
+    assert "removed  memory/2026-12-01.md#L3" in applied.output
+    assert "add --force" in applied.output and "memdir log --lines" in applied.output
+    data = json.loads(
+        runner.invoke(
+            cli,
+            ["-w", str(root), "forget", "memory/2026-12-01.md#L3", "--apply", "--force", "--json"],
+        ).output
+    )
+    assert data["removed"][0]["text"] == "- my note: redis port 6379 in prod"
+    assert daily.read_text(encoding="utf-8") == "# 2026-12-01\n\n"
+    nothing = runner.invoke(cli, ["-w", str(root), "forget", "zebra giraffe"])
+    assert nothing.exit_code == 0 and "nothing matches" in nothing.output

@@ -293,7 +293,9 @@ def _store(
             try:
                 part = _subset(record, committable)
                 sha = git.commit(part, committable)
-                stored = replace(part, commit=sha) if sha else part
+                if sha is None:  # it touched only uncommitted lines: keep the record anyway
+                    committable, note = {}, "no commit: only uncommitted lines changed"
+                stored = replace(part, commit=sha)
             except MemdirError as exc:
                 committable, note = {}, f"git commit failed: {exc}"
                 warnings.append(note)

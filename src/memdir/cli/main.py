@@ -24,6 +24,7 @@ COMMAND_MODULES = {
     "chat": "memdir.cli.chat_cmds",
     "compact": "memdir.cli.chat_cmds",
     "dream": "memdir.cli.dream_cmds",
+    "forget": "memdir.cli.forget_cmds",
     "get": "memdir.cli.search_cmds",
     "index": "memdir.cli.index_cmds",
     "init": "memdir.cli.index_cmds",

@@ -387,6 +387,12 @@ def _decode(data: bytes | None, path: Path) -> str:
         ) from exc
 
 
+def plain_text(line: str) -> str:
+    """A memory line's words: without promotion marker, list marker and outer spaces (how the
+    recall store's snippets hold it)."""
+    return _plain(line).strip()
+
+
 def forget_key(line: str) -> str:
     """The key by which a forgotten line is recognised wherever it turns up again: a hash of
     its text without promotion marker, list marker, case or runs of spaces (a daily-log bullet
@@ -415,6 +421,7 @@ __all__ = [
     "forget_key",
     "locate_snippet",
     "note_blocks",
+    "plain_text",
     "plan_promotions",
     "promote",
     "read_note",

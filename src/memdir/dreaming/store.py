@@ -300,10 +300,12 @@ class RecallStore:
 
     def forget(self, lines: Sequence[tuple[str, str, str]], *, now: datetime) -> int:
         """Forget removed lines for good: remember their keys (dreaming skips them) and drop
-        the recall entries whose snippet holds one of them.
+        the recall entries whose snippet holds one of them (in any daily log: a promoted line
+        forgotten from MEMORY.md takes its source's entries too).
 
         Args:
-            lines: (path, line text, :func:`memdir.dreaming.promotion.forget_key`) of each line.
+            lines: (path, the line's words (:func:`memdir.dreaming.promotion.plain_text`),
+                :func:`memdir.dreaming.promotion.forget_key`) of each line.
 
         Returns:
             How many recall entries were dropped.
@@ -318,13 +320,11 @@ class RecallStore:
                 [(key, path, text, stamp) for path, text, key in lines],
             )
             dropped = 0
-            for path, text, _ in lines:
+            for _, text, _ in lines:
                 needle = text.strip()
                 if not needle:
                     continue
-                cursor = conn.execute(
-                    "DELETE FROM recalls WHERE path = ? AND instr(snippet, ?) > 0", (path, needle)
-                )
+                cursor = conn.execute("DELETE FROM recalls WHERE instr(snippet, ?) > 0", (needle,))
                 dropped += cursor.rowcount
         return dropped
 
