@@ -10,8 +10,7 @@ import pytest
 from memdir import FakeEmbedder, MemdirError, Memory, PathNotAllowed
 from memdir.lifecycle.forget import parse_place
 from tests.audit.conftest import GitRunner
-from tests.dreaming.test_end_to_end import NOTES, SCRIPT
-from tests.dreaming.test_end_to_end import TODAY as LAST_NOTE
+from tests.dreaming.test_end_to_end import NOTES, run_script
 from tests.helpers import write
 
 NOW = "2026-12-01T09:30"
@@ -116,18 +115,7 @@ def test_dreaming_never_brings_a_forgotten_line_back(
 ) -> None:
     for rel, text in NOTES.items():
         write(workspace, rel, text)
-
-    def searches() -> None:
-        for when, queries in SCRIPT:
-            if when.startswith("2026-11-30"):
-                write(workspace, *LAST_NOTE)
-            monkeypatch.setenv("MEMDIR_NOW", when)
-            with Memory(workspace, embedder=FakeEmbedder()) as m:
-                for query in queries:
-                    m.search(query)
-        monkeypatch.setenv("MEMDIR_NOW", "2026-11-30T23:00")
-
-    searches()
+    run_script(workspace, monkeypatch)
     memory_md = workspace / "MEMORY.md"
     with Memory(workspace, embedder=FakeEmbedder()) as m:
         assert any(
@@ -140,7 +128,7 @@ def test_dreaming_never_brings_a_forgotten_line_back(
         assert [x.generated for x in result.removed] == [True]  # a promotion marker line
         assert result.recalls_dropped >= 1
     assert "6380, not 6379" not in memory_md.read_text()
-    searches()  # the same searches again: new recall entries for the same note
+    run_script(workspace, monkeypatch)  # the same searches again: new recall entries
     with Memory(workspace, embedder=FakeEmbedder()) as m:
         again = m.dream(apply=True)
     assert all("6380, not 6379" not in line for o in again.promoted for line in o.lines)

@@ -54,10 +54,9 @@ SCRIPT = [
 ]
 
 
-@pytest.fixture
-def week(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for rel, text in NOTES.items():
-        write(workspace, rel, text)
+def run_script(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the week's searches (today's note is written before the last day's), then set the
+    clock to that night."""
     for when, queries in SCRIPT:
         if when.startswith("2026-11-30"):
             write(workspace, *TODAY)
@@ -66,6 +65,13 @@ def week(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             for query in queries:
                 mem.search(query)
     monkeypatch.setenv("MEMDIR_NOW", "2026-11-30T23:00")
+
+
+@pytest.fixture
+def week(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for rel, text in NOTES.items():
+        write(workspace, rel, text)
+    run_script(workspace, monkeypatch)
     return workspace
 
 
