@@ -153,6 +153,13 @@ def add_common_args(parser: argparse.ArgumentParser, config_names: Sequence[str]
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="built workspaces")
     parser.add_argument("--fresh", action="store_true", help="ignore (and rebuild) the cache")
     parser.add_argument(
+        "--fresh-search",
+        action="store_true",
+        help="search each workspace straight after copying its files into a new folder, "
+        "without `memdir index` (whatever the searches index and embed themselves); the "
+        "cache is not used",
+    )
+    parser.add_argument(
         "--reuse-query-vectors",
         action="store_true",
         help="embed each question once for all configurations (faster tuning runs; later "
@@ -270,6 +277,24 @@ def run_configs(
     return runs, seconds
 
 
+def builds_note(builds: Sequence[dict[str, Any]]) -> str:
+    """How a run's indexes came to be, for the report."""
+    fresh = [b for b in builds if b.get("fresh_search")]
+    if fresh:
+        vectors = sum(b["vectors"] for b in fresh)
+        chunks = sum(b["chunks"] for b in fresh)
+        return (
+            f"searched straight after copying the files in, no `memdir index` ({len(fresh)} "
+            f"workspaces; {vectors} of {chunks} chunks had vectors after the searches)"
+        )
+    built = [b for b in builds if not b["cached"]]
+    chunks = sum(b["chunks"] or 0 for b in builds)
+    return (
+        f"{len(built)} of {len(builds)} indexes built now "
+        f"({sum(b['sync_s'] for b in built):.1f} s), the rest cached; {chunks} chunks"
+    )
+
+
 def runs_summary(runs: dict[str, ConfigRun], seconds: dict[str, float]) -> dict[str, Any]:
     """Per configuration, for the JSON report: seconds, error, rescues and index builds."""
     return {
@@ -289,15 +314,23 @@ class Runner:
             fresh=args.fresh,
             embedder_kind=args.embedder,
             reuse_queries=args.reuse_query_vectors,
+            fresh_search=getattr(args, "fresh_search", False),
         )
 
     def __init__(
-        self, cache: Path, *, fresh: bool, embedder_kind: str, reuse_queries: bool = False
+        self,
+        cache: Path,
+        *,
+        fresh: bool,
+        embedder_kind: str,
+        reuse_queries: bool = False,
+        fresh_search: bool = False,
     ) -> None:
         self.cache = cache.expanduser()
         self.fresh = fresh
         self.embedder_kind = embedder_kind
         self.reuse_queries = reuse_queries
+        self.fresh_search = fresh_search
         self.built_now: set[Path] = set()
 
     def run(self, corpora: Sequence[Corpus], config: Any) -> ConfigRun:
@@ -313,7 +346,6 @@ class Runner:
 
     def _run_memdir(self, corpora: Sequence[Corpus], bench: Any) -> ConfigRun:
         import configs as bench_configs
-        from memdir import Memory
         from memdir.config import load_config
 
         run = ConfigRun(bench.name)
@@ -322,33 +354,62 @@ class Runner:
             bench, self.embedder_kind, reuse_queries=self.reuse_queries
         )
         for corpus in corpora:
-            root, build = self._prepare(corpus, config, embedder)
-            run.builds.append(build)
-            hits: list[list[Hit]] = []
-            latencies: list[float] = []
-            with (
-                env("MEMDIR_NOW", corpus.now),
-                Memory(root, config=config, embedder=embedder) as mem,
-            ):
-                if corpus.queries:
-                    mem.search(corpus.queries[0])  # warm-up: model, caches, connection
-                for query in corpus.queries:
-                    start = time.perf_counter()
-                    response = mem.search(query)
-                    latencies.append((time.perf_counter() - start) * 1000.0)
-                    run.rescued += any("passed min_score" in w for w in response.warnings)
-                    hits.append(
-                        [
-                            Hit(r.path, r.start_line, r.end_line, r.snippet, r.score)
-                            for r in response.results
-                        ]
+            with contextlib.ExitStack() as stack:
+                if self.fresh_search:
+                    folder = stack.enter_context(
+                        tempfile.TemporaryDirectory(prefix="memdir-bench-fresh-")
                     )
+                    root = Path(folder) / "ws"
+                    write_files(root, corpus.files)
+                    build: dict[str, Any] = {"corpus": corpus.key, "fresh_search": True}
+                else:
+                    root, build = self._prepare(corpus, config, embedder)
+                run.builds.append(build)
+                hits, latencies = self._search_all(root, corpus, config, embedder, run, build)
             run.hits.append(hits)
             run.latencies_ms.append(latencies)
-            how = "cached" if build["cached"] else f"built in {build['sync_s']:.1f} s"
+            if self.fresh_search:
+                how = f"searched fresh ({build['vectors']} of {build['chunks']} chunks embedded)"
+            else:
+                how = "cached" if build["cached"] else f"built in {build['sync_s']:.1f} s"
             took = sum(latencies) / 1000
             log(f"  {corpus.key}: index {how}, {len(hits)} queries in {took:.1f} s")
         return run
+
+    def _search_all(
+        self,
+        root: Path,
+        corpus: Corpus,
+        config: Any,
+        embedder: Any,
+        run: ConfigRun,
+        build: dict[str, Any],
+    ) -> tuple[list[list[Hit]], list[float]]:
+        """Every query of ``corpus`` through ``Memory.search``. Fresh searches start at once
+        (the first one pays for opening the model and indexing the files); otherwise a warm-up
+        search comes first."""
+        from memdir import Memory
+
+        hits: list[list[Hit]] = []
+        latencies: list[float] = []
+        with env("MEMDIR_NOW", corpus.now), Memory(root, config=config, embedder=embedder) as mem:
+            if corpus.queries and not self.fresh_search:
+                mem.search(corpus.queries[0])  # warm-up: model, caches, connection
+            for query in corpus.queries:
+                start = time.perf_counter()
+                response = mem.search(query)
+                latencies.append((time.perf_counter() - start) * 1000.0)
+                run.rescued += any("passed min_score" in w for w in response.warnings)
+                hits.append(
+                    [
+                        Hit(r.path, r.start_line, r.end_line, r.snippet, r.score)
+                        for r in response.results
+                    ]
+                )
+            if self.fresh_search:
+                counts = mem.index.counts()
+                build.update(chunks=counts["chunks"], vectors=counts["vectors"])
+        return hits, latencies
 
     def _prepare(self, corpus: Corpus, config: Any, embedder: Any) -> tuple[Path, dict[str, Any]]:
         """The cached workspace of (corpus, index identity), built or synced now."""

@@ -160,16 +160,19 @@ def main(argv: list[str] | None = None) -> int:
     out.append(f"- Split: {split_text}; one topic note per paragraph")
     reuse = "; query vectors reused across configurations" if args.reuse_query_vectors else ""
     out.append(f"- Embedder (--embedder {args.embedder}): {info['embedder']}{reuse}")
+    if args.fresh_search:
+        out.append(
+            "- --fresh-search: each workspace searched straight after its files were copied "
+            "into a new folder (no `memdir index`; the searches index and embed what they do)"
+        )
     out += ["", table(results), "", "Configurations:", ""]
     for config in configs:
         run = runs[config.name]
         if run.error:
             out.append(f"- `{config.name}`: **n/a**: {run.error}")
             continue
-        build = run.builds[0]
-        how = "cached" if build["cached"] else f"built now in {build['sync_s']:.1f} s"
         out.append(
-            f"- `{config.name}`: {config.about}. Index {how} ({build['chunks']} chunks); run "
+            f"- `{config.name}`: {config.about}. {common.builds_note(run.builds)}; run "
             f"{seconds[config.name]} s; min_score rescues {run.rescued}"
         )
     print("\n".join(out))

@@ -309,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     out.append(f"- Split: {split_text}; {len(all_questions)} questions of categories 1–4")
     reuse = "; query vectors reused across configurations" if args.reuse_query_vectors else ""
     out.append(f"- Embedder (--embedder {args.embedder}): {info['embedder']}{reuse}")
+    if args.fresh_search:
+        out.append(
+            "- --fresh-search: each workspace searched straight after its files were copied "
+            "into a new folder (no `memdir index`; the searches index and embed what they do)"
+        )
     out.append(
         f"- Evidence ids: {stats['ids']} read, {stats['normalised']} normalised, "
         f"{stats['skipped_malformed']} skipped as malformed, {stats['skipped_absent']} skipped "
@@ -325,12 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         if run.error:
             out.append(f"- `{config.name}`: **n/a**: {run.error}")
             continue
-        built = [b for b in run.builds if not b["cached"]]
-        build_s = sum(b["sync_s"] for b in built)
         out.append(
-            f"- `{config.name}`: {config.about}. {len(built)} of {len(run.builds)} indexes built "
-            f"now ({build_s:.1f} s), the rest cached; run {seconds[config.name]} s; "
-            f"min_score rescues {run.rescued}"
+            f"- `{config.name}`: {config.about}. {common.builds_note(run.builds)}; run "
+            f"{seconds[config.name]} s; min_score rescues {run.rescued}"
         )
     print("\n".join(out))
     common.write_json(

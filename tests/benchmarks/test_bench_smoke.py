@@ -111,6 +111,24 @@ def test_cmrc_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["keyword"]["R@6"] != "n/a"
 
 
+@pytest.mark.skipif(not CMRC.is_file(), reason=f"CMRC data not found at {CMRC}")
+def test_fresh_search_mode_searches_new_copies_without_indexing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    argv = ["--data", str(CMRC), "--limit", "12", "--question-stride", "3", "--embedder", "fake"]
+    argv += ["--configs", "default", "--cache", str(cache), "--fresh-search"]
+    argv += ["--json", str(tmp_path / "out.json")]
+
+    assert load_script("cmrc").main(argv) == 0
+    text = capsys.readouterr().out
+    assert "searched straight after copying the files in" in text
+    assert_fraction(table_rows(text, "| config |")["default"]["R@6"])
+    build = json.loads((tmp_path / "out.json").read_text())["runs"]["default"]["builds"][0]
+    assert build["fresh_search"] and 0 <= build["vectors"] <= build["chunks"]
+    assert not cache.exists()  # nothing cached, nothing reused
+
+
 @pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
 def test_locomo_files_and_evidence() -> None:
     """Every turn tag sits on the line recorded for it; odd evidence ids are normalised."""
