@@ -223,6 +223,12 @@ def test_mixed_query_terms_are_found_in_index_tokens(text):
     assert set(query_terms(text)) <= indexed
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=string.ascii_letters + string.digits + " .,\n\r" + CJK_POOL, max_size=80))
+def test_index_text_line_by_line_equals_the_whole_text_tokenised(text):
+    assert index_text(text) == " ".join(index_tokens(text))
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.text(alphabet=string.ascii_letters + CJK_POOL + " ", max_size=40))
 def test_estimate_tokens_is_subadditive(text):
