@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
+
+import pytest
+
+#: How the tests find Claude Code: (variable naming the executable, its name on PATH, package).
+CLAUDE_CODE = ("MEMDIR_TEST_CLAUDE", "claude", "@anthropic-ai/claude-code")
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -11,3 +18,15 @@ def write(root: Path, rel: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def node_client(env_var: str, name: str, package: str) -> str:
+    """The executable of a Node.js client (``env_var``, else ``name`` on PATH), or skip the
+    test saying how to install it."""
+    found = os.environ.get(env_var) or shutil.which(name)
+    if not found:
+        pytest.skip(
+            f"{package} is not installed: npm install -g {package}, or set {env_var} to its "
+            f"`{name}` executable (.ci/run installs Claude Code)"
+        )
+    return found

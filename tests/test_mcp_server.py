@@ -12,15 +12,12 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import ClientSession, MCPError
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memdir import init_workspace
 from tests.helpers import write
 from tests.test_watch import wait_until_indexed
-
-pytest.importorskip("mcp", reason="the MCP SDK is an extra: pip install 'memdir[mcp]'")
-
-from mcp import ClientSession, MCPError
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 TODAY = "2026-11-30"
 SECRET = "The vault combination is 4711 and the vault sits behind the zebra painting."

@@ -155,12 +155,12 @@ class IndexConfig:
     """Where the index lives and what it covers.
 
     ``vector_backend``: ``numpy`` (exact search in memory, default) or ``sqlite-vec``
-    (needs ``pip install 'memdir[vec]'``). ``extra_paths``: more Markdown files or folders
+    (needs the ``vec`` extra). ``extra_paths``: more Markdown files or folders
     to index, absolute or relative to the workspace.
 
     ``url``: empty for the SQLite file in the workspace (default), or ``postgresql://…`` to
     keep the index in PostgreSQL + pgvector, shared by many agents and hosts (needs
-    ``pip install 'memdir[postgres]'``); ``MEMDIR_INDEX_URL`` overrides it. Put the password in
+    the ``postgres`` extra); ``MEMDIR_INDEX_URL`` overrides it. Put the password in
     ``PGPASSWORD`` or ``~/.pgpass``, or write ``url = "env:VAR"``: a literal password is
     refused. ``workspace_id``: this workspace's rows in a shared database; default a hash of
     the workspace path, so hosts that keep the files at different paths set the same id.
@@ -190,7 +190,7 @@ class LLMConfig:
 
     ``provider`` is a registry name: ``none`` (default: no LLM features), ``openai`` (any
     OpenAI-compatible chat endpoint: OpenAI, Ollama, vLLM, llama.cpp, DashScope, DeepSeek…),
-    ``anthropic`` (needs ``pip install 'memdir[anthropic]'``) or ``fake`` (tests). Empty
+    ``anthropic`` (needs the ``anthropic`` extra) or ``fake`` (tests). Empty
     ``model`` / ``base_url`` / ``api_key`` fall back to the provider's environment variables.
     ``max_retries`` counts tries in all, the first included; ``context_window`` and
     ``max_output_tokens`` are token budgets for compaction and the replies.

@@ -2,7 +2,7 @@
 stdio, with the resources ``memory://MEMORY.md`` and ``memory://today`` (SPEC §9).
 
 A thin adapter: :class:`MemoryTools` checks a tool call's arguments and calls :class:`Memory`;
-:func:`build_server` wires it to the official MCP Python SDK (``pip install 'memdir[mcp]'``,
+:func:`build_server` wires it to the official MCP Python SDK (a default dependency,
 imported only when a server is built). A tool that fails answers with an MCP tool error
 (``isError``) carrying memdir's one-line message; the server keeps running.
 
@@ -37,7 +37,8 @@ log = logging.getLogger("memdir.mcp")
 
 MEMORY_URI = "memory://MEMORY.md"
 TODAY_URI = "memory://today"
-MCP_HINT = "pip install 'memdir[mcp]'"
+#: The MCP SDK is a dependency of memdir: missing, the install is broken or partial.
+MCP_HINT = "pip install 'mcp>=2.0,<3' (or reinstall memdir)"
 _RESOURCES = {  # uri: (name, title, description)
     MEMORY_URI: (
         MEMORY_FILE,
@@ -318,8 +319,14 @@ def _one_line(message: str) -> str:
 # -- the MCP SDK --------------------------------------------------------------------------
 
 
-def build_server(tools: MemoryTools) -> Server[Any]:
+def build_server(
+    tools: MemoryTools, *, on_request: Callable[[], None] | None = None
+) -> Server[Any]:
     """An MCP low-level server exposing ``tools``.
+
+    Args:
+        tools: what the server exposes.
+        on_request: called before each request other than ``initialize`` is handled.
 
     Raises:
         ProviderUnavailable: the MCP SDK is not installed.
@@ -343,6 +350,10 @@ def build_server(tools: MemoryTools) -> Server[Any]:
         for d in tools.definitions()
     ]
 
+    def requested() -> None:
+        if on_request is not None:
+            on_request()
+
     def tool_error(message: str) -> types.CallToolResult:
         return types.CallToolResult(
             content=[types.TextContent(text=_one_line(message))], is_error=True
@@ -351,11 +362,13 @@ def build_server(tools: MemoryTools) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        requested()
         return types.ListToolsResult(tools=listed_tools)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        requested()
         try:
             data = await anyio.to_thread.run_sync(tools.call, params.name, params.arguments)
         except MemdirError as exc:
@@ -369,6 +382,7 @@ def build_server(tools: MemoryTools) -> Server[Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
+        requested()
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -385,6 +399,7 @@ def build_server(tools: MemoryTools) -> Server[Any]:
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        requested()
         uri = str(params.uri)
         try:
             text = await anyio.to_thread.run_sync(tools.read_resource, uri)
@@ -418,7 +433,17 @@ def serve_stdio(memory: Memory, *, watch: bool = True) -> None:
     """
     lock = threading.Lock()
     tools = MemoryTools(memory, lock=lock)
-    server = build_server(tools)
+    watcher = WorkspaceWatcher(memory, lock=lock, on_error=_log_sync_error) if watch else None
+
+    def start_watching() -> None:
+        # Started on the first request after the handshake, not before: its first sync (model
+        # load, hashing) would otherwise compete with the answer to `initialize`, which
+        # clients wait for with a timeout (and a health check such as `claude mcp list` never
+        # gets further than that).
+        if watcher is not None:
+            watcher.start()  # idempotent
+
+    server = build_server(tools, on_request=start_watching)
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -426,9 +451,6 @@ def serve_stdio(memory: Memory, *, watch: bool = True) -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    watcher = WorkspaceWatcher(memory, lock=lock, on_error=_log_sync_error) if watch else None
-    if watcher is not None:
-        watcher.start()
     try:
         anyio.run(run)
     finally:

@@ -146,11 +146,70 @@ def test_bad_config_is_one_clear_line(runner: CliRunner, ws: Path) -> None:
 
 def test_every_command_has_help_and_a_docs_entry(runner: CliRunner) -> None:
     docs = DOCS.read_text(encoding="utf-8")
-    ctx = click.Context(cli)
-    names = cli.list_commands(ctx)
-    assert {"search", "index", "status", "serve", "chat"} <= set(names)
-    for name in names:
-        command = cli.get_command(ctx, name)
-        assert command is not None and command.help, f"{name} has no help text"
-        assert runner.invoke(cli, [name, "--help"]).exit_code == 0
-        assert re.search(rf"^## `memdir {name}", docs, re.M), f"docs/cli.md lacks {name}"
+    paths = _leaf_commands(cli)
+    assert {("search",), ("index",), ("status",), ("serve",), ("chat",)} <= set(paths)
+    for path in paths:
+        command: click.Command | None = cli
+        for name in path:
+            assert isinstance(command, click.Group)
+            command = command.get_command(click.Context(command), name)
+        assert command is not None
+        name = " ".join(path)
+        assert command.help, f"{name} has no help text"
+        assert runner.invoke(cli, [*path, "--help"]).exit_code == 0
+        assert re.search(rf"^##+ `memdir {name}", docs, re.M), f"docs/cli.md lacks {name}"
+
+
+def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command that runs (sub-commands of groups included), loading lazy ones."""
+    ctx = click.Context(group)
+    out = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
+        if isinstance(command, click.Group):
+            out.extend(_leaf_commands(command, (*prefix, name)))
+        else:
+            out.append((*prefix, name))
+    return out
+
+
+def test_workspace_works_before_and_after_the_command_and_from_the_environment(
+    runner: CliRunner, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def workspace_of(args: list[str]) -> str:
+        result = runner.invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return str(json.loads(result.output)["workspace"])
+
+    assert workspace_of(["status", "--json"]) == str(ws)  # MEMDIR_WORKSPACE
+    monkeypatch.delenv("MEMDIR_WORKSPACE")
+    assert workspace_of(["-w", str(ws), "status", "--json"]) == str(ws)
+    assert workspace_of(["status", "--workspace", str(ws), "--json"]) == str(ws)
+    assert workspace_of(["status", "-w", str(ws), "--json"]) == str(ws)
+    # After the command wins over before it (and over the environment).
+    monkeypatch.setenv("MEMDIR_WORKSPACE", str(tmp_path / "elsewhere"))
+    assert workspace_of(["-w", str(tmp_path / "none"), "status", "-w", str(ws), "--json"]) == str(
+        ws
+    )
+    # `~` is expanded in every form, also when no shell did it (MCP client configurations).
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert workspace_of(["status", "--workspace", "~/cli-ws", "--json"]) == str(ws)
+    assert workspace_of(["-w", "~/cli-ws", "status", "--json"]) == str(ws)
+    monkeypatch.setenv("MEMDIR_WORKSPACE", "~/cli-ws")
+    assert workspace_of(["status", "--json"]) == str(ws)
+
+
+def test_every_command_accepts_workspace_after_it(runner: CliRunner) -> None:
+    commands = _leaf_commands(cli)
+    assert ("serve",) in commands and len(commands) >= 12
+    for path in commands:
+        result = runner.invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0, path
+        assert "-w, --workspace" in result.output, path
+
+
+def test_init_takes_the_workspace_option_too(runner: CliRunner, tmp_path: Path) -> None:
+    root = tmp_path / "after"
+    result = runner.invoke(cli, ["init", "--workspace", str(root)], catch_exceptions=False)
+    assert result.exit_code == 0 and (root / "MEMORY.md").is_file()

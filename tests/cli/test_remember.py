@@ -69,10 +69,10 @@ def test_remember_usage_and_input_errors(runner: CliRunner, ws: Path) -> None:
     assert not (ws / "memory" / "2026-11-30.md").exists()
 
 
-def test_serve_without_the_mcp_sdk_names_the_extra(
+def test_serve_without_the_mcp_sdk_says_how_to_install_it(
     runner: CliRunner, ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "mcp.server.lowlevel", None)  # import fails
     result = runner.invoke(cli, ["serve"])
     assert result.exit_code == 1
-    assert "pip install 'memdir[mcp]'" in result.output
+    assert "pip install 'mcp>=2.0,<3'" in result.output

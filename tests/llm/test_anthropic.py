@@ -32,7 +32,8 @@ def test_missing_sdk_gives_the_pip_hint(monkeypatch):
     with pytest.raises(ProviderUnavailable) as info:
         AnthropicLLM("claude-test", KEY)
 
-    assert "pip install 'memdir[anthropic]'" in str(info.value)
+    assert "pip install 'anthropic>=0.40'" in str(info.value)
+    assert "pip install '.[anthropic]'" in str(info.value)
     assert KEY not in str(info.value)
 
 

@@ -82,7 +82,7 @@ def test_anthropic_from_config(monkeypatch):
 def test_anthropic_without_the_sdk_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "anthropic", None)  # as if not installed
 
-    with pytest.raises(ProviderUnavailable, match=r"pip install 'memdir\[anthropic\]'"):
+    with pytest.raises(ProviderUnavailable, match=r"pip install 'anthropic>=0.40'"):
         create_llm(LLMConfig(provider="anthropic"))
 
 

@@ -1,5 +1,10 @@
 """The ``memdir`` group, shared options and error handling.
 
+The workspace: ``-w/--workspace PATH`` before the command (``memdir -w ~/notes search …``) or
+after it (``memdir serve --workspace ~/notes``: the form MCP client configurations use), else
+``MEMDIR_WORKSPACE``, else ``~/.memdir/workspace``; ``~`` is expanded in every form. Every
+command gets the option from :class:`MemdirGroup`, so it is written once.
+
 Errors: a :class:`~memdir.errors.MemdirError` becomes one line on stderr and exit 1; bad usage
 exits 2 (click); anything unexpected prints one line too, or its traceback with
 ``MEMDIR_DEBUG=1``.
@@ -17,6 +22,33 @@ import click
 
 from memdir.config import default_workspace
 from memdir.errors import MemdirError
+
+WORKSPACE_HELP = "Workspace folder (default: $MEMDIR_WORKSPACE or ~/.memdir/workspace)."
+
+
+def _workspace_path(value: str | Path) -> Path:
+    return Path(value).expanduser()
+
+
+def _take_workspace(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    """``--workspace`` given after a command: it wins over the one before it."""
+    if value is not None:
+        ctx.obj = _workspace_path(value)
+
+
+def _add_workspace_option(command: click.Command) -> None:
+    if any(isinstance(p, click.Option) and "--workspace" in p.opts for p in command.params):
+        return
+    command.params.append(
+        click.Option(
+            ["-w", "--workspace"],
+            type=click.Path(file_okay=False, path_type=Path),
+            expose_value=False,
+            callback=_take_workspace,
+            help=WORKSPACE_HELP,
+        )
+    )
+
 
 #: Each command and the module that defines it, imported only when that command runs: a
 #: ``memdir search`` never loads the chat agent, the LLM clients or the MCP SDK.
@@ -39,8 +71,8 @@ COMMAND_MODULES = {
 
 
 class MemdirGroup(click.Group):
-    """A click group that loads each command's module on demand and turns memdir errors into
-    one clear line and exit 1."""
+    """A click group that loads each command's module on demand, accepts ``-w/--workspace``
+    after each of its commands, and turns memdir errors into one clear line and exit 1."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.commands, *COMMAND_MODULES})
@@ -49,6 +81,10 @@ class MemdirGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
             importlib.import_module(COMMAND_MODULES[cmd_name])  # registers it on ``cli``
         return self.commands.get(cmd_name)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        _add_workspace_option(cmd)
+        super().add_command(cmd, name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -80,7 +116,7 @@ class MemdirGroup(click.Group):
     "--workspace",
     type=click.Path(file_okay=False, path_type=Path),
     envvar="MEMDIR_WORKSPACE",
-    help="Workspace folder (default: $MEMDIR_WORKSPACE or ~/.memdir/workspace).",
+    help=WORKSPACE_HELP,
 )
 @click.version_option(package_name="memdir", prog_name="memdir")
 @click.pass_context
@@ -89,7 +125,7 @@ def cli(ctx: click.Context, workspace: Path | None) -> None:
 
     Files are the truth; the SQLite index under .memdir/ is a cache rebuilt from them.
     """
-    ctx.obj = workspace if workspace is not None else default_workspace()
+    ctx.obj = _workspace_path(workspace) if workspace is not None else default_workspace()
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from memdir.cli.main import cli
 from memdir.index.sync import SyncReport
 from memdir.lifecycle.write import SECTIONS
 from memdir.memory import SCOPES, Memory
+from memdir.workspace import require_workspace
 
 
 @cli.command("serve")
@@ -29,12 +30,12 @@ from memdir.memory import SCOPES, Memory
 def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
     """Run the MCP server over stdio (tools memory_search, memory_get, memory_write).
 
-    Needs the MCP SDK: pip install 'memdir[mcp]'. Point your MCP client at
-    `memdir serve --workspace PATH`; see the README's "MCP setup".
+    Point your MCP client at `memdir serve --workspace PATH` (a workspace made by `memdir
+    init`); see the README's "MCP setup".
     """
     from memdir.mcp_server import serve_stdio
 
-    workspace: Path = ctx.obj
+    workspace = require_workspace(ctx.obj)
     # stdout is the protocol channel: anything a provider prints while loading goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         memory = Memory(workspace, scope=scope)

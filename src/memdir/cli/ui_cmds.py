@@ -10,9 +10,10 @@ import click
 from memdir.cli.common import stdout
 from memdir.cli.main import cli
 from memdir.errors import ProviderUnavailable
+from memdir.extras import install_hint
 from memdir.memory import Memory
 
-UI_HINT = "pip install 'memdir[ui]'"
+UI_HINT = install_hint("ui")
 
 
 @cli.command("ui")
@@ -55,7 +56,8 @@ def ui_command(
     Search with each score's parts, the files with line anchors, the index, dreaming (recall
     counts, factor scores, gates, the MEMORY.md budget, a preview) and the history of automatic
     writes. Read-only unless --writable; listens on 127.0.0.1 only unless --allow-remote.
-    Needs Starlette, uvicorn and Jinja2: pip install 'memdir[ui]'.
+    Needs Starlette, uvicorn and Jinja2 (the 'ui' extra; in a memdir checkout:
+    pip install '.[ui]').
     """
     try:
         from memdir.ui.server import plan, serve

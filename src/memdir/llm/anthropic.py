@@ -1,6 +1,6 @@
 """Claude through Anthropic's Messages API, with the official ``anthropic`` SDK.
 
-The SDK is optional (``pip install 'memdir[anthropic]'``) and imported only when an
+The SDK is optional (the ``anthropic`` extra) and imported only when an
 :class:`AnthropicLLM` is built. Retries of rate limits, overloads, 5xx and timeouts are the SDK's
 own (its ``max_retries``, exponential backoff that honours ``Retry-After``).
 
@@ -23,6 +23,7 @@ from typing import Any
 
 from memdir.embeddings.http import display_url, is_local_url, normalize_base_url
 from memdir.errors import ProviderResponseError, ProviderUnavailable
+from memdir.extras import install_hint
 from memdir.llm.anthropic_wire import (
     EventAssembler,
     anthropic_tools,
@@ -38,7 +39,7 @@ MODEL_ENV = "MEMDIR_LLM_MODEL"
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 AUTH_TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
-INSTALL_HINT = "pip install 'memdir[anthropic]'"
+INSTALL_HINT = install_hint("anthropic")
 
 
 def import_sdk() -> Any:

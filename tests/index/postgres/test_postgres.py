@@ -79,7 +79,7 @@ def test_unknown_url_scheme_is_a_config_error(workspace: Path) -> None:
 
 def test_missing_driver_names_the_extra(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(IndexStoreError, match=r"pip install 'memdir\[postgres\]'"):
+    with pytest.raises(IndexStoreError, match=r"pip install 'psycopg\[binary\]>=3.1' 'pgvector"):
         IndexManager(
             Workspace(workspace),
             embedder=None,

@@ -1,7 +1,7 @@
 """The index on PostgreSQL + pgvector: one database for many agents, hosts and teams (issue #7).
 
 Selected by ``[index] url = "postgresql://…"`` or ``MEMDIR_INDEX_URL``; needs
-``pip install 'memdir[postgres]'`` (psycopg 3 + pgvector) and a server with the ``vector``
+the ``postgres`` extra (psycopg 3 + pgvector) and a server with the ``vector``
 extension. The Markdown files stay the truth: every host indexes its own copy of the workspace
 into the shared rows, and every search reads them.
 

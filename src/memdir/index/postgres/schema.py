@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from memdir.errors import IndexStoreError
+from memdir.extras import install_hint
 
 SCHEMA_VERSION = 2
 #: The meaning of the stored rows, part of the index identity: bump it when a migration changes
@@ -22,7 +23,7 @@ DATA_VERSION = 1
 EXACT_SEARCH_MAX = 20_000
 #: pgvector's HNSW index takes ``vector`` columns of at most this many dimensions.
 HNSW_MAX_DIMS = 2000
-PIP_HINT = "pip install 'memdir[postgres]'"
+PIP_HINT = install_hint("postgres")
 
 
 def advisory_key(name: str) -> int:

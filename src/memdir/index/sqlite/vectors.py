@@ -4,7 +4,7 @@
 - ``numpy`` (default): exact cosine search over an in-memory matrix, reloaded only when the
   index generation changes. Measured faster than sqlite-vec here (docs/benchmarks.md).
 - ``sqlite-vec``: exact search inside SQLite with ``vec_distance_cosine``; needs a SQLite that
-  can load extensions (``pip install 'memdir[vec]'`` brings ``sqlite-vec`` and
+  can load extensions (the ``vec`` extra brings ``sqlite-vec`` and
   ``pysqlite3-binary``). Both return the same top-k (a test proves it).
 
 Vectors are L2-normalised when stored, so cosine similarity is a dot product.
@@ -20,6 +20,7 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.errors import ConfigError, ProviderUnavailable
+from memdir.extras import install_hint
 from memdir.index.sqlite.store import SqliteStore
 
 
@@ -90,7 +91,7 @@ def _open_vec_connection(path: Path) -> Any:
         import sqlite_vec
     except ImportError as exc:
         raise ProviderUnavailable(
-            "the sqlite-vec backend needs sqlite-vec: pip install 'memdir[vec]'"
+            f"the sqlite-vec backend needs sqlite-vec: {install_hint('vec')}"
         ) from exc
     try:
         import pysqlite3.dbapi2 as sqlite_mod
@@ -101,7 +102,7 @@ def _open_vec_connection(path: Path) -> Any:
         conn.close()
         raise ProviderUnavailable(
             "this Python's sqlite3 cannot load extensions; install a SQLite that can: "
-            "pip install 'memdir[vec]' (brings pysqlite3-binary on Linux)"
+            + install_hint("vec")
         )
     conn.enable_load_extension(True)
     sqlite_vec.load(conn)
