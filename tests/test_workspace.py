@@ -21,7 +21,6 @@ from memdir.workspace import (
     is_daily_log,
     is_workspace,
     locked_append,
-    require_workspace,
 )
 from tests.helpers import write
 
@@ -588,20 +587,3 @@ def test_locked_append_from_two_processes(tmp_path):
         # Each returned start line points at the line that call wrote.
         for n, start in enumerate(collected[tag]):
             assert lines[start - 1].startswith(f"{tag}-{n:03d} ")
-
-
-def test_require_workspace_accepts_only_what_init_makes(tmp_path: Path) -> None:
-    root, _ = init_workspace(tmp_path / "ws", "en")
-    assert require_workspace(root) == root
-    hand_made = tmp_path / "hand"
-    (hand_made / "memory").mkdir(parents=True)
-    assert require_workspace(hand_made) == hand_made.resolve()
-    with pytest.raises(WorkspaceError, match=r"does not exist: run `memdir init .*missing`"):
-        require_workspace(tmp_path / "missing")
-    (tmp_path / "plain").mkdir()
-    with pytest.raises(WorkspaceError, match=r"is not a memdir workspace .*memdir init"):
-        require_workspace(tmp_path / "plain")
-    assert list((tmp_path / "plain").iterdir()) == []
-    (tmp_path / "file.md").write_text("x")
-    with pytest.raises(WorkspaceError, match="not a folder"):
-        require_workspace(tmp_path / "file.md")

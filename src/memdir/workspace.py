@@ -450,31 +450,6 @@ def is_daily_log(path: str) -> str | None:
     return None
 
 
-def require_workspace(root: Path | str) -> Path:
-    """``root``, resolved, when it is a memdir workspace: a folder holding MEMORY.md,
-    ``memory/`` or ``.memdir/`` (what :func:`init_workspace` creates).
-
-    For commands that an agent starts with a path written into its configuration (``serve``,
-    the hooks): a typo there must fail with the reason, not serve an empty folder.
-
-    Raises:
-        WorkspaceError: the folder is missing, not a folder, or not a workspace; the message
-            names ``memdir init``.
-    """
-    path = Path(root).expanduser()
-    init = f"run `memdir init {path}` to create it"
-    if not path.exists():
-        raise WorkspaceError(f"workspace {path} does not exist: {init}")
-    if not path.is_dir():
-        raise WorkspaceError(f"workspace {path} is not a folder")
-    if not any((path / name).exists() for name in (MEMORY_FILE, MEMORY_DIR, STATE_DIR)):
-        raise WorkspaceError(
-            f"{path} is not a memdir workspace (no {MEMORY_FILE}, {MEMORY_DIR}/ or "
-            f"{STATE_DIR}/): {init}"
-        )
-    return path.resolve()
-
-
 def init_workspace(
     root: Path | str, lang: str = "en", *, sample: bool = False
 ) -> tuple[Path, list[str]]:

@@ -14,7 +14,6 @@ from memdir.cli.main import cli
 from memdir.index.sync import SyncReport
 from memdir.lifecycle.write import SECTIONS
 from memdir.memory import SCOPES, Memory
-from memdir.workspace import require_workspace
 
 
 @cli.command("serve")
@@ -35,7 +34,7 @@ def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
     """
     from memdir.mcp_server import serve_stdio
 
-    workspace = require_workspace(ctx.obj)
+    workspace: Path = ctx.obj
     # stdout is the protocol channel: anything a provider prints while loading goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         memory = Memory(workspace, scope=scope)
