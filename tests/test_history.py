@@ -60,3 +60,58 @@ def test_read_history_newest_first_skipping_symlinks(workspace: Path, tmp_path: 
     assert events[1].details == ["one", "two"]
     stamp = datetime.fromtimestamp((workspace / "memory/2026-11-27.md").stat().st_mtime)
     assert f"last change {stamp:%Y-%m-%d %H:%M}" in events[1].summary
+
+
+def test_audit_records_become_events_and_replace_file_records() -> None:
+    from memdir.audit.records import AuditRecord, FileChange
+    from memdir.history import HistoryEvent, _told_by_audit, audit_event
+
+    entry = "- fact <!-- memdir:promoted memory/2026-11-28.md#L3-L3 key=0123456789ab -->"
+    record = AuditRecord(
+        id="r1",
+        time=datetime.fromisoformat("2026-11-29T10:00:00").astimezone(),
+        component="dream",
+        summary="promoted 1 entry (1 line), diary",
+        files=(
+            FileChange("DREAMS.md", added=((1, "# Dream diary"),)),
+            FileChange(
+                "MEMORY.md",
+                added=(
+                    (20, "## Promoted 2026-11-29"),
+                    (21, "<!-- memdir:dream:begin 2026-11-29 -->"),
+                    (22, entry),
+                    (23, "<!-- memdir:dream:end -->"),
+                ),
+            ),
+        ),
+        commit="0123456789abcdef",
+    )
+    event = audit_event(record)
+    assert (event.when, event.kind, event.path, event.line) == (
+        "2026-11-29T10:00",
+        "dream",
+        "MEMORY.md",
+        20,
+    )
+    assert event.summary == "dream: promoted 1 entry (1 line), diary"
+    assert event.record == "git commit 0123456789"
+    assert "+ MEMORY.md#L22: fact (from memory/2026-11-28.md#L3-L3)" in event.details
+    assert not any("memdir:dream:" in d or "## Promoted" in d for d in event.details)
+    block = HistoryEvent("2026-11-29T03:00", "dream", "MEMORY.md", 20, "dream: promoted 1 entry")
+    older = HistoryEvent("2026-11-20", "dream", "MEMORY.md", 8, "dream: promoted 1 entry")
+    assert _told_by_audit(block, [event]) and not _told_by_audit(older, [event])
+
+
+def test_memory_history_shows_the_audit_trail(workspace: Path, monkeypatch) -> None:
+    from memdir import FakeEmbedder, Memory
+
+    monkeypatch.setenv("MEMDIR_NOW", "2026-11-29T10:00")
+    with Memory(workspace, embedder=FakeEmbedder()) as memory:
+        memory.write("The staging Redis port is 6380.", via="MCP memory_write")
+        events = memory.history()
+    write_event = next(e for e in events if e.kind == "write")
+    assert write_event.summary == "write: via MCP memory_write"
+    assert write_event.path == "memory/2026-11-29.md"
+    assert "+ memory/2026-11-29.md#L3: - The staging Redis port is 6380." in write_event.details
+    assert write_event.record == "audit log .memdir/audit.jsonl"
+    assert [e.kind for e in events] == ["write", "daily"]  # the day's log is still listed

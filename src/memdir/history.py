@@ -10,8 +10,13 @@ memdir's automatic writers leave marks that say what they wrote:
   log line does not say who wrote it (a person may append too), so a daily log appears as one
   event per day with its number of entries.
 
-:func:`read_history` gathers them, newest first. A record that cannot be read (a symlink, a
-missing or unreadable file) is skipped, never fatal.
+Since the audit trail (:mod:`memdir.audit`), every automatic write is also recorded on its own:
+a git commit by memdir, or a line of ``.memdir/audit.jsonl``, naming the component (flush,
+capture, extract, archive, dream, write, forget…), why, and the lines. :func:`audit_events` turns
+those records into events; :func:`read_history` gathers both, newest first, and drops a file
+record that an audit record tells better (the same dream block, the same archive). Writes made
+before the trail existed keep their file records only. A record that cannot be read (a symlink,
+a missing or unreadable file) is skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -23,13 +28,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.dreaming.budget import ENTRY_RE, find_blocks, split_lines
+from memdir.audit.records import AuditRecord
+from memdir.dreaming.budget import (
+    BEGIN_RE,
+    END_RE,
+    ENTRY_RE,
+    HEADING_RE,
+    find_blocks,
+    split_lines,
+)
 from memdir.dreaming.store import RecallEntry
 from memdir.errors import PathNotAllowed
 from memdir.fileio import read_regular_file
 from memdir.lifecycle.archive import read_archive_header
-from memdir.workspace import MEMORY_FILE, Workspace, archive_date, is_daily_log
+from memdir.workspace import MEMORY_FILE, OWNER_FILES, Workspace, archive_date, is_daily_log
 
+#: Added lines an audit event lists.
+AUDIT_LINES_SHOWN = 8
 #: How much of an archive is read to find its header.
 ARCHIVE_HEADER_BYTES = 4096
 #: Daily logs larger than this are not read to count their entries.
@@ -74,6 +89,22 @@ class HistoryEvent:
         }
 
 
+def _dream_marker(line: str) -> bool:
+    """A generated line that says nothing by itself (a block's heading or its markers)."""
+    return any(r.match(line) for r in (BEGIN_RE, END_RE, HEADING_RE))
+
+
+def _entry_text(line: str) -> str | None:
+    """A promoted entry line as a person reads it (``text (from path#La-Lb)``); None when the
+    line is not one."""
+    match = ENTRY_RE.match(line.rstrip("\r\n"))
+    if match is None:
+        return None
+    path, first, last, _ = match.groups()
+    text = line.split(" <!-- memdir:promoted ", 1)[0].removeprefix("- ")
+    return f"{text} (from {path}#L{first}-L{last})"
+
+
 def dream_events(memory_text: str, promoted: Iterable[RecallEntry] = ()) -> list[HistoryEvent]:
     """One event per generated block of MEMORY.md, timed by the recall store when it knows
     when the block's entries were promoted (else dated by the block's heading)."""
@@ -88,10 +119,8 @@ def dream_events(memory_text: str, promoted: Iterable[RecallEntry] = ()) -> list
             match = ENTRY_RE.match(lines[index].rstrip("\r\n"))
             if match is None:
                 continue
-            path, first, last, key = match.groups()
-            text = lines[index].split(" <!-- memdir:promoted ", 1)[0].removeprefix("- ")
-            details.append(f"{text} (from {path}#L{first}-L{last})")
-            keys.append(key)
+            details.append(_entry_text(lines[index]) or "")
+            keys.append(match.group(4))
         stamps = sorted(
             t for k in keys if (t := times.get(k)) is not None and t.date().isoformat() == block.day
         )
@@ -166,17 +195,84 @@ def daily_event(path: str, day: str, text: str, mtime: float) -> HistoryEvent:
     )
 
 
+def audit_event(record: AuditRecord) -> HistoryEvent:
+    """The event of one audit record: who wrote, why, where, and the lines added/removed."""
+    when = record.time
+    if when.tzinfo is not None:
+        when = when.astimezone().replace(tzinfo=None)
+    # The memory file it wrote, rather than the diary it also appended to.
+    first = next((f for f in record.files if f.path not in OWNER_FILES), None)
+    first = first or (record.files[0] if record.files else None)
+    added = [(n, t) for n, t in (first.added if first else ()) if t.strip()]
+    line = added[0][0] if added else None
+    details: list[str] = []
+    for change in record.files:
+        shown = [(n, t) for n, t in change.added if t.strip() and not _dream_marker(t)]
+        details.extend(
+            f"+ {change.path}#L{n}: {_entry_text(t) or t}" for n, t in shown[:AUDIT_LINES_SHOWN]
+        )
+        details.extend(f"− {change.path}: {text}" for _, text in change.removed[:AUDIT_LINES_SHOWN])
+    details.extend(
+        f"{label} {value}"
+        for label, value in (("session", record.session), ("via", record.via))
+        if value and f"via {value}" != record.summary
+    )
+    where = f"git commit {record.commit[:10]}" if record.commit else "audit log .memdir/audit.jsonl"
+    if record.note:
+        where += f" ({record.note})"
+    return HistoryEvent(
+        when.isoformat(timespec="minutes"),
+        record.component,
+        first.path if first else "",
+        line,
+        record.message,
+        details,
+        where,
+    )
+
+
+def audit_events(records: Iterable[AuditRecord]) -> list[HistoryEvent]:
+    """The events of audit records (see :func:`audit_event`)."""
+    return [audit_event(record) for record in records]
+
+
+def _told_by_audit(event: HistoryEvent, audited: list[HistoryEvent]) -> bool:
+    """Whether an audit event records the same write as this file-record event."""
+    if event.kind == "dream":
+        day = event.when[:10]
+        return any(a.kind == "dream" and a.when[:10] == day for a in audited)
+    if event.kind == "archive":
+        return any(a.kind == "archive" and a.path == event.path for a in audited)
+    return False
+
+
 def read_history(
-    workspace: Workspace, recalls: Iterable[RecallEntry] = (), *, limit: int | None = None
+    workspace: Workspace,
+    recalls: Iterable[RecallEntry] = (),
+    *,
+    audit: Iterable[AuditRecord] = (),
+    limit: int | None = None,
 ) -> list[HistoryEvent]:
-    """Every automatic write the workspace's files record, newest first (see the module doc).
+    """Every automatic write the workspace records, newest first (see the module doc).
 
     Args:
         workspace: the workspace.
         recalls: recall entries (their promotion times date the dream blocks).
+        audit: the audit trail's records (``Memory.log``).
         limit: at most this many events; only the newest ``limit`` daily logs and archives are
             read then (a vault of years of daily logs is not read whole for one page).
     """
+    audited = audit_events(audit)
+    events = read_file_records(workspace, recalls, limit=limit)
+    events = [e for e in events if not _told_by_audit(e, audited)] + audited
+    events.sort(key=lambda e: (e.when, e.kind, e.path, e.line or 0), reverse=True)
+    return events[:limit]
+
+
+def read_file_records(
+    workspace: Workspace, recalls: Iterable[RecallEntry] = (), *, limit: int | None = None
+) -> list[HistoryEvent]:
+    """The events the files themselves record (dream blocks, diary, archives, daily logs)."""
     events: list[HistoryEvent] = []
     memory_text = _read(_safe(lambda: workspace.resolve_memory_path(MEMORY_FILE)))
     if memory_text:
@@ -225,8 +321,11 @@ def _read(path: Path | None, limit: int = -1) -> str | None:
 __all__ = [
     "HistoryEvent",
     "archive_event",
+    "audit_event",
+    "audit_events",
     "daily_event",
     "diary_events",
     "dream_events",
+    "read_file_records",
     "read_history",
 ]

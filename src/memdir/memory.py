@@ -352,8 +352,8 @@ class Memory:
         return budget_usage(self.read(MEMORY_FILE).text)
 
     def history(self, *, limit: int | None = None) -> list[HistoryEvent]:
-        """What memdir wrote on its own and when, newest first, from the files' own records
-        (see :mod:`memdir.history`); at most ``limit`` events.
+        """What memdir wrote on its own and when, newest first: the audit trail (:meth:`log`)
+        and the files' own records (see :mod:`memdir.history`); at most ``limit`` events.
 
         Raises:
             PathNotAllowed: in a shared session (the history shows MEMORY.md).
@@ -362,7 +362,8 @@ class Memory:
 
         if self.scope == "shared":
             raise PathNotAllowed("the history shows MEMORY.md: run it in a private session")
-        return read_history(self.workspace, self.recalls.entries(), limit=limit)
+        audit = self.log(limit=limit)
+        return read_history(self.workspace, self.recalls.entries(), audit=audit, limit=limit)
 
     # -- maintenance ----------------------------------------------------------------------
 

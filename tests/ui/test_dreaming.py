@@ -150,11 +150,13 @@ def test_confirmed_apply_writes_memory_md_and_shows_in_history(
     assert f"key={key} -->" in text and "## Promoted 2026-11-29" in text
     assert (sample / "DREAMS.md").exists()
     assert mem.recalls.get(key).promoted_at is not None  # type: ignore[union-attr]
-    events = writable.get("/api/history", params={"kind": "dream"}).json()["events"]
-    assert events[0]["when"] == "2026-11-29T10:00"
-    assert "from memory/2026-11-28.md#L3-L3" in events[0]["details"][0]
+    (event,) = writable.get("/api/history", params={"kind": "dream"}).json()["events"]
+    assert (event["when"], event["path"]) == ("2026-11-29T10:00", "MEMORY.md")
+    assert event["summary"].startswith("dream: ")
+    assert event["record"] == "audit log .memdir/audit.jsonl"  # not a git workspace
+    assert any("(from memory/2026-11-28.md#L3-L3)" in d for d in event["details"])
     page = writable.get("/dreaming").text
-    assert "dream: promoted 1 entry into MEMORY.md" in page
+    assert "dream: promoted 1 entry" in page
     assert "1 promoted earlier" in page
 
 

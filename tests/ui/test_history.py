@@ -57,3 +57,20 @@ def test_page_groups_by_day_and_links_to_the_record(client: TestClient, recorded
     assert "<h2>2026-11-29</h2>" in html and "<h2>2026-11-28</h2>" in html
     assert 'href="/files/DREAMS.md?lines=5-5#L5"' in html
     assert "archive: session saved from memdir chat" in html
+
+
+def test_a_git_workspace_shows_memdirs_commits(sample: Path) -> None:
+    from memdir import FakeEmbedder, Memory
+    from memdir.audit.history import init_git
+    from tests.ui.conftest import make_client
+
+    with Memory(sample, embedder=FakeEmbedder()) as memory:
+        init_git(memory.workspace, [])
+        memory.write("Deploys freeze on Fridays.", target="memory", section="decisions")
+        client = make_client(memory)
+        events = client.get("/api/history", params={"kind": "write"}).json()["events"]
+        html = client.get("/history").text
+    (event,) = events
+    assert event["path"] == "MEMORY.md" and event["record"].startswith("git commit ")
+    assert any("Deploys freeze on Fridays." in d for d in event["details"])
+    assert 'href="/history?kind=write"' in html  # a filter chip for each kind present

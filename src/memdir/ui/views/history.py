@@ -1,5 +1,7 @@
-"""``/history``: what memdir wrote on its own and when (dream promotions, the dream diary,
-session archives, daily logs), newest first, from :meth:`Memory.history`."""
+"""``/history``: what memdir wrote on its own and when, newest first, from :meth:`Memory.history`:
+the audit trail (flush, capture, extract, archive, dream, write, forget… as git commits or
+``.memdir/audit.jsonl``) and the files' own records (dream markers, the diary, archive headers,
+daily logs)."""
 
 from __future__ import annotations
 
@@ -9,18 +11,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from memdir.audit.records import COMPONENTS
 from memdir.errors import QueryError
 from memdir.ui.app import inspector
 
 #: Most events a page or the API lists.
 MAX_EVENTS = 500
 
-KINDS = {
-    "dream": "dream promotions",
-    "diary": "dream diary",
-    "archive": "session archives",
-    "daily": "daily logs",
-}
+#: Event kinds: the audit trail's components, and the two kinds only files record.
+KINDS = {**{c: c for c in COMPONENTS}, "diary": "dream diary", "daily": "daily logs"}
 
 
 def _kind(request: Request) -> str | None:
@@ -45,7 +44,10 @@ def page(request: Request) -> Response:
     events = [e for e in found if kind in (None, e.kind)]
     by_day = groupby(events, key=lambda e: e.when[:10])
     days = [{"day": day, "events": list(items)} for day, items in by_day]
-    context: dict[str, Any] = {"active": "history", "kind": kind, "kinds": KINDS, "days": days}
+    present = {e.kind for e in found} | ({kind} if kind else set())
+    shown_kinds = {k: label for k, label in KINDS.items() if k in present}
+    context: dict[str, Any] = {"active": "history", "kind": kind, "kinds": shown_kinds}
+    context["days"] = days
     context["count"] = len(events)
     context["capped"] = len(found) >= MAX_EVENTS
     return ui.render(request, "history.html", context)
