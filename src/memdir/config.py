@@ -217,6 +217,31 @@ class LLMConfig:
             raise ConfigError("llm: need " + ", ".join(problems))
 
 
+#: ``privacy.secrets`` values (see :mod:`memdir.privacy`).
+SECRET_ACTIONS = ("redact", "refuse", "off")
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    """What memdir does with secrets in text it writes on its own (:mod:`memdir.privacy`).
+
+    ``secrets``: ``redact`` (default: replaced by ``[REDACTED:<kind>]``), ``refuse`` (a fact
+    holding one is not written; archives and promotions are still redacted) or ``off``.
+    ``secret_patterns``: more regular expressions to treat as secrets. A workspace's own config
+    may make this stricter, never weaker: not ``off``, and no patterns (a pathological regex
+    would stall every write).
+    """
+
+    secrets: str = "redact"
+    secret_patterns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.secrets not in SECRET_ACTIONS:
+            raise ConfigError(
+                f"privacy.secrets must be one of {', '.join(SECRET_ACTIONS)}, not {self.secrets!r}"
+            )
+
+
 @dataclass(frozen=True)
 class AuditConfig:
     """The audit trail of automatic writes (docs/governance.md).
@@ -250,6 +275,7 @@ class Config:
     index: IndexConfig = field(default_factory=IndexConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
 
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> Config:
         """Return a copy with ``{"section": {"key": value}}`` applied on top."""
@@ -328,6 +354,7 @@ def load_config(
                 f"set it in {user_file}"
             )
         _check_workspace_extra_paths(data, ws_file)
+        _check_workspace_privacy(data, ws_file, user_file)
         config = _merge(config, data, origin=str(ws_file))
     if overrides:
         config = _merge(config, overrides, origin="arguments")
@@ -346,6 +373,24 @@ def _check_workspace_extra_paths(data: Mapping[str, Any], ws_file: Path) -> None
                 f"{ws_file}: index.extra_paths may only name folders inside the workspace "
                 f"here, not {entry!r}; put paths elsewhere on this machine in the user config"
             )
+
+
+def _check_workspace_privacy(data: Mapping[str, Any], ws_file: Path, user_file: Path) -> None:
+    """A workspace config may make the secrets check stricter, not weaker (a cloned repository
+    must not switch it off, nor slow every write with its own regexes)."""
+    privacy = data.get("privacy", {})
+    if not isinstance(privacy, Mapping):
+        return
+    if privacy.get("secrets") == "off":
+        raise ConfigError(
+            f"{ws_file}: a workspace config may not set privacy.secrets = 'off'; "
+            f"put it in {user_file} instead"
+        )
+    if "secret_patterns" in privacy:
+        raise ConfigError(
+            f"{ws_file}: a workspace config may not set privacy.secret_patterns; "
+            f"put them in {user_file} instead"
+        )
 
 
 def resolve_secret(value: str, *, what: str) -> str:

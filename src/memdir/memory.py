@@ -29,6 +29,7 @@ from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
 from memdir.fileio import read_regular_file
 from memdir.index.manager import IndexManager
 from memdir.index.sync import Progress, SyncReport, scan_dirty
+from memdir.privacy import SecretGuard
 from memdir.search import SearchResponse, run_search
 from memdir.workspace import (
     MEMORY_FILE,
@@ -138,8 +139,12 @@ class Memory:
             raise MemdirError(f"unknown scope {scope!r}: choose private or shared")
         root = Path(workspace).expanduser() if workspace is not None else default_workspace()
         self.config = config if config is not None else load_config(root if root.is_dir() else None)
+        privacy = self.config.privacy
         self.workspace = Workspace(
-            root, self.config.index.extra_paths, audit_git=self.config.audit.git
+            root,
+            self.config.index.extra_paths,
+            audit_git=self.config.audit.git,
+            secrets=SecretGuard(privacy.secrets, privacy.secret_patterns),
         )
         self.scope = scope
         self.notes: list[str] = list(self.workspace.warnings)

@@ -29,6 +29,7 @@ from memdir.fileio import (
     locked_append,
     read_regular_file,
 )
+from memdir.privacy import DEFAULT_GUARD, SecretGuard
 
 STATE_DIR = ".memdir"
 MEMORY_FILE = "MEMORY.md"
@@ -141,13 +142,19 @@ class Workspace:
             One inside the workspace must stay there once its links are resolved.
         audit_git: ``auto`` records automatic writes as git commits when the workspace is in a
             git repository; ``off`` always uses ``.memdir/audit.jsonl`` (see memdir.audit).
+        secrets: the secrets check for automatic writes; default: redact.
 
     Raises:
         WorkspaceError: the folder is missing, or its state folder is (or holds) a symlink.
     """
 
     def __init__(
-        self, root: Path | str, extra_paths: tuple[str, ...] = (), *, audit_git: str = "auto"
+        self,
+        root: Path | str,
+        extra_paths: tuple[str, ...] = (),
+        *,
+        audit_git: str = "auto",
+        secrets: SecretGuard | None = None,
     ) -> None:
         path = Path(root).expanduser()
         if not path.exists():
@@ -166,6 +173,8 @@ class Workspace:
         #: Configured paths that were refused, and why (``memdir status`` lists them).
         self.warnings: list[str] = []
         self.extra_paths = self._checked_extra_paths(extra_paths)
+        #: The secrets check every automatic write applies (:mod:`memdir.privacy`).
+        self.secrets = secrets if secrets is not None else DEFAULT_GUARD
         self._check_state_dir()
 
     def _checked_extra_paths(self, entries: tuple[str, ...]) -> tuple[Path, ...]:

@@ -115,7 +115,6 @@ def test_finding2_daily_log_symlink_is_refused(memory, workspace, outside, monke
 # -- 3. secrets kept word for word -------------------------------------------------------------
 
 
-@NOT_YET
 def test_finding3_auto_capture_does_not_keep_secrets(workspace, fake_embedder):
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     capture = AutoCapture(Workspace(workspace))

@@ -256,7 +256,8 @@ def plan_promotions(
             if not tokens or any(jaccard(tokens, other) >= DEDUPE_JACCARD for other in seen):
                 continue
             seen.append(tokens)
-            line = render_entry(block.text, block.path, block.start_line, block.end_line, entry.key)
+            text = workspace.secrets.redact(block.text)[0]  # MEMORY.md gets no secret either
+            line = render_entry(text, block.path, block.start_line, block.end_line, entry.key)
             outcome.lines.append(line)
             new_lines.append(line)
         outcome.status = "promoted" if outcome.lines else "nothing new"

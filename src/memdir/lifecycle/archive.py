@@ -25,6 +25,7 @@ from memdir.audit.seam import plural
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.llm.base import LLM, Message
 from memdir.llm.prompts import load_prompt
+from memdir.privacy import describe_kinds
 from memdir.workspace import MEMORY_DIR, Workspace
 
 ARCHIVE_MESSAGES = 15
@@ -49,7 +50,7 @@ class ArchiveResult:
         slug: the slug used (the LLM's, or ``HHMM``).
         from_llm: the slug came from the LLM (False: the time fallback).
         messages: how many messages were written.
-        note: why the fallback was used, when it was.
+        note: why the fallback was used, when it was; what secrets were redacted.
     """
 
     path: str
@@ -168,6 +169,10 @@ def archive_session(
         slug = started_at.strftime("%H%M")
     day = started_at.date().isoformat()
     text = _render(kept, session_id=session_id, started_at=started_at, now=now, source=source)
+    # A transcript is a bulk write: secrets are redacted even with [privacy] secrets = "refuse".
+    text, redacted = workspace.secrets.redact(text)
+    if redacted:
+        note = "; ".join(filter(None, [note, f"redacted {describe_kinds(redacted)}"]))
     folder = workspace.root / MEMORY_DIR
     with audited(workspace, "archive", session=session_id) as op:
         try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -37,6 +37,7 @@ from memdir.markdown.sections import (
     normalise_for_dedup,
     parse_sections,
 )
+from memdir.privacy import describe_kinds
 from memdir.text import jaccard, similarity_tokens
 from memdir.workspace import (
     MEMORY_DIR,
@@ -68,6 +69,7 @@ class WriteResult:
         written: False when the fact was skipped as a duplicate.
         reason: one human-readable line saying what happened.
         text: the fact as stored (one line, without the ``- `` marker).
+        redacted: the kinds of secret replaced by ``[REDACTED:<kind>]`` (:mod:`memdir.privacy`).
     """
 
     path: str
@@ -75,6 +77,7 @@ class WriteResult:
     written: bool
     reason: str
     text: str = ""
+    redacted: tuple[str, ...] = ()
 
     @property
     def citation(self) -> str:
@@ -88,6 +91,7 @@ class WriteResult:
             "reason": self.reason,
             "text": self.text,
             "citation": self.citation,
+            "redacted": list(self.redacted),
         }
 
 
@@ -166,19 +170,29 @@ def write_memory(
 
     Raises:
         MemdirError: invalid text, target or section.
+        SecretRefused: ``[privacy] secrets = "refuse"`` and the text holds a secret.
         WorkspaceError: the file cannot be written (or MEMORY.md is not valid UTF-8).
     """
     check_target(target, section)
-    fact = normalise_memory_text(text)
+    # Every automatic write comes through here: the secrets check is applied once, first.
+    fact, redacted = workspace.secrets.check_fact(normalise_memory_text(text))
     with audited(workspace, "write", via=via) as op:
         try:
             if op.component == "write" and via:
                 op.describe(f"via {via}")
             if section is not None:
-                return _write_section(workspace, fact, section)
-            return _write_daily(workspace, fact, now.date().isoformat())
+                result = _write_section(workspace, fact, section)
+            else:
+                result = _write_daily(workspace, fact, now.date().isoformat())
         except OSError as exc:
             raise WorkspaceError(f"cannot write memory: {exc.strerror or exc}") from exc
+    if not redacted:
+        return result
+    note = (
+        f"; redacted {describe_kinds(redacted)}: memdir does not store secrets, so the value "
+        "was replaced by [REDACTED]"
+    )
+    return replace(result, reason=result.reason + note, redacted=tuple(redacted))
 
 
 def _write_daily(workspace: Workspace, fact: str, day: str) -> WriteResult:

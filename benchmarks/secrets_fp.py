@@ -1,0 +1,145 @@
+"""Secret detection on notes: recall on the secrets corpus, false positives on normal notes.
+
+Protocol. Every text of ``tests/privacy_corpus.py`` SECRETS must come out of the detector with
+its secret gone (recall); every line of a normal-notes corpus should come out untouched (a
+flagged line is a false positive). The normal corpus is built from the data sets the retrieval
+benchmarks use — LoCoMo dialogue turns (English), MemoryBank user/assistant exchanges (Chinese
+and English), CMRC 2018 paragraphs (Chinese Wikipedia) — plus every non-code line of this
+repository's docs and sample notes (hashes, URLs, ports, config snippets: the hard cases).
+
+memdir's detector (:class:`memdir.privacy.SecretGuard`) is measured, and detect-secrets (Yelp)
+with its default plugins when it is installed (``pip install detect-secrets``; not a memdir
+dependency), for comparison. The flagged normal lines are printed so a person can check each.
+
+    PYTHONPATH=src:. python benchmarks/secrets_fp.py --data /path/to/shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from tests.privacy_corpus import NORMAL, SECRETS
+
+from memdir.privacy import SecretGuard
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def normal_corpus(data: Path) -> dict[str, list[str]]:
+    """Name → lines of ordinary notes."""
+    corpora: dict[str, list[str]] = {"privacy_corpus NORMAL": list(NORMAL)}
+    locomo = data / "locomo" / "locomo10.json"
+    if locomo.exists():
+        turns = []
+        for sample in json.loads(locomo.read_text(encoding="utf-8")):
+            conv = sample["conversation"]
+            for key, value in conv.items():
+                if key.startswith("session_") and isinstance(value, list):
+                    turns.extend(t["text"] for t in value if t.get("text"))
+        corpora["LoCoMo turns (en)"] = turns
+    for lang in ("cn", "en"):
+        bank = data / "memorybank" / f"memory_bank_{lang}.json"
+        if bank.exists():
+            lines = []
+            for user in json.loads(bank.read_text(encoding="utf-8")).values():
+                for exchanges in user.get("history", {}).values():
+                    for ex in exchanges:
+                        lines.extend(v for v in (ex.get("query"), ex.get("response")) if v)
+            corpora[f"MemoryBank ({lang})"] = lines
+    cmrc = data / "cmrc2018" / "cmrc2018_dev.json"
+    if cmrc.exists():
+        paragraphs = [
+            p["context"]
+            for article in json.loads(cmrc.read_text(encoding="utf-8"))["data"]
+            for p in article["paragraphs"]
+        ]
+        corpora["CMRC 2018 paragraphs (zh)"] = paragraphs
+    corpora["repository docs and samples"] = list(_doc_lines())
+    return corpora
+
+
+def _doc_lines() -> Iterator[str]:
+    files = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    files += sorted((ROOT / "src" / "memdir" / "samples").rglob("*.md"))
+    for path in files:
+        fenced = False
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+                continue
+            if line.strip() and not fenced:
+                yield line
+
+
+def memdir_detector() -> Callable[[list[str]], set[int]]:
+    guard = SecretGuard()
+    return lambda texts: {n for n, text in enumerate(texts) if guard.find(text)}
+
+
+def detect_secrets_detector() -> Callable[[list[str]], set[int]] | None:
+    """detect-secrets as its users run it: ``scan_file`` over a file (here one text a line,
+    newlines flattened) with the default plugins and filters."""
+    try:
+        from detect_secrets import SecretsCollection
+        from detect_secrets.settings import default_settings
+    except ImportError:
+        return None
+
+    def detect(texts: list[str]) -> set[int]:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "notes.md"
+            lines = [" ".join(t.splitlines()) for t in texts]
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            found = SecretsCollection()
+            with default_settings():
+                found.scan_file(str(path))
+            return {s.line_number - 1 for _, s in found}
+
+    return detect
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="the shared data folder")
+    parser.add_argument("--show", type=int, default=15, help="flagged normal lines to print")
+    args = parser.parse_args()
+    corpora = normal_corpus(args.data)
+    detectors = {"memdir": memdir_detector()}
+    ds = detect_secrets_detector()
+    if ds is not None:
+        detectors["detect-secrets (default plugins)"] = ds
+    print("# Secret detection: recall and false positives\n")
+    print(f"- command: `{' '.join(sys.argv)}`")
+    print(f"- machine: {platform.platform()}, Python {platform.python_version()}\n")
+    print("| detector | secrets found | " + " | ".join(corpora) + " | ms / 1k lines |")
+    print("|---|---|" + "---|" * len(corpora) + "---|")
+    flagged_by: dict[str, list[tuple[str, str]]] = {}
+    for name, detect in detectors.items():
+        hits = len(detect([text for text, _secret, _kind in SECRETS]))
+        cells = [f"{hits}/{len(SECRETS)}"]
+        flagged: list[tuple[str, str]] = []
+        lines_total = 0
+        started = time.perf_counter()
+        for corpus, lines in corpora.items():
+            bad = [(corpus, lines[n]) for n in sorted(detect(lines))]
+            flagged.extend(bad)
+            lines_total += len(lines)
+            cells.append(f"{len(bad)}/{len(lines)} ({100 * len(bad) / max(1, len(lines)):.2f} %)")
+        ms = 1000 * (time.perf_counter() - started) / max(1, lines_total) * 1000
+        print(f"| {name} | " + " | ".join(cells) + f" | {ms:.1f} |")
+        flagged_by[name] = flagged
+    for name, flagged in flagged_by.items():
+        print(f"\n## Normal lines flagged by {name} ({len(flagged)})\n")
+        for corpus, line in flagged[: args.show]:
+            print(f"- [{corpus}] `{line[:120]}`")
+
+
+if __name__ == "__main__":
+    main()

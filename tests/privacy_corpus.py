@@ -1,0 +1,112 @@
+"""The secrets test corpus (English and Chinese) and ordinary notes that must stay untouched.
+
+Used by tests/test_privacy.py and benchmarks/secrets_fp.py. The fake credentials are built from
+pieces so that secret scanners run over this repository do not flag the file itself; none of
+them was ever valid.
+"""
+
+from __future__ import annotations
+
+_B62 = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6"
+
+
+def _fake(prefix: str, n: int, alphabet: str = _B62) -> str:
+    return prefix + (alphabet * 4)[:n]
+
+
+OPENAI_OLD = _fake("s" + "k-", 48)
+OPENAI_PROJ = _fake("s" + "k-proj-", 100)
+ANTHROPIC = _fake("s" + "k-ant-api03-", 93) + "AA"
+GITHUB_CLASSIC = _fake("gh" + "p_", 36)
+GITHUB_FINE = _fake("github" + "_pat_", 22) + "_" + _fake("", 59)
+GITHUB_APP = _fake("gh" + "s_", 36)
+AWS_KEY_ID = "AK" + "IA" + "IOSFODNN7EXAMPL3"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SLACK_BOT = "xo" + "xb-" + "1234567890123-1234567890123-" + _fake("", 24)
+SLACK_HOOK = "https://hooks.slack" + ".com/services/T00000000/B00000000/" + _fake("", 24)
+GOOGLE = "AI" + "za" + _fake("", 35)
+STRIPE = "sk" + "_live_" + _fake("", 24)
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4r0tTB0Yz8v5Ykgn3wxJ8pW1Q\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+#: ``(text, the secret that must not survive, kind)``.
+SECRETS: list[tuple[str, str, str]] = [
+    (f"Use the key {OPENAI_OLD} for the batch job", OPENAI_OLD[3:], "OpenAI API key"),
+    (f"OPENAI_API_KEY={OPENAI_PROJ}", OPENAI_PROJ[8:], "OpenAI API key"),
+    (f"our Claude key: {ANTHROPIC}", ANTHROPIC, "Anthropic API key"),
+    (f"Remember my GitHub token is {GITHUB_CLASSIC}", GITHUB_CLASSIC, "GitHub token"),
+    (f"CI uses {GITHUB_FINE} to push tags", GITHUB_FINE, "GitHub token"),
+    (f"the app token {GITHUB_APP} expires hourly", GITHUB_APP, "GitHub token"),
+    (f"AWS key id {AWS_KEY_ID} for the backup bucket", AWS_KEY_ID, "AWS access key id"),
+    (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET, "AWS secret access key"),
+    (f"the Slack bot token is {SLACK_BOT}", SLACK_BOT, "Slack token"),
+    (f"post alerts to {SLACK_HOOK}", SLACK_HOOK, "Slack webhook"),
+    (f"maps key {GOOGLE}", GOOGLE, "Google API key"),
+    (f"billing uses {STRIPE}", STRIPE, "Stripe key"),
+    (f"session cookie {JWT}", JWT, "JSON web token"),
+    (f"deploy key:\n{PEM}\nkeep it safe", "MIIEpAIBAAKCAQEA3Tz2mr7SZ", "private key"),
+    ("db is postgres://app:S3cr3t-pw@db.internal:5432/app", "S3cr3t-pw", "password in a URL"),
+    ("redis at redis://:hunter22@10.0.0.5:6379/0", "hunter22", "password in a URL"),
+    ("Remember: my password is hunter2-Secret!", "hunter2-Secret", "password"),
+    ("the wifi password is CorrectHorse42", "CorrectHorse42", "password"),
+    ("Password: Tr0ub4dor&3", "Tr0ub4dor&3", "password"),
+    ("the PIN for the door is 4711", "4711", "password"),
+    ("my password for the NAS is 'blue-whale-77'", "blue-whale-77", "password"),
+    (
+        "the api key is 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "secret key",
+    ),
+    (
+        "Authorization: Bearer abcDEF123456ghiJKL789012mno",
+        "abcDEF123456ghiJKL789012",
+        "bearer token",
+    ),
+    ("我的密码是abc12345，别忘了", "abc12345", "password"),
+    ("记住：服务器密码是 Qwe!2026zx", "Qwe!2026zx", "password"),
+    ("路由器的登录密码为 admin8888", "admin8888", "password"),
+    ("支付密码：135790", "135790", "password"),
+    ("测试环境的密钥是 4f3c2a1b9d8e7f6a5b4c3d2e", "4f3c2a1b9d8e7f6a5b4c3d2e", "secret key"),
+    (f"记住我的 GitHub 令牌：{GITHUB_CLASSIC}", GITHUB_CLASSIC, "GitHub token"),
+    ("数据库连接串 mysql://root:Pa55word@127.0.0.1/shop", "Pa55word", "password in a URL"),
+]
+
+#: Ordinary notes (hashes, URLs, ports, versions, sentences about passwords) that must stay.
+NORMAL: list[str] = [
+    "The staging database listens on port 5433",
+    "The password is required for every login, and it is wrong three times a week",
+    "Reset the password in the admin panel, then rotate the token",
+    "The token is valid for 24 hours",
+    "commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the cache bug",
+    "sha256 of the release: 9b74c9897bac770ffc029102a200c5de0e1d7bd0ef4b1a1e2f6a8c0d3b5e7f91",
+    "The docs are at https://docs.python.org/3/library/sqlite3.html#sqlite3.connect",
+    "Clone with git clone https://github.com/example/project.git",
+    "Use sk-learn? No: it is scikit-learn, imported as sklearn",
+    "UUID of the tenant: 123e4567-e89b-12d3-a456-426614174000",
+    "Run pytest -m torture for the long suite",
+    "the secret to good bread is a long proof",
+    "postgres://localhost:5432/app has no password; PGPASSWORD comes from the environment",
+    'Set url = "env:MEMDIR_INDEX_URL" instead of a literal password',
+    "The password manager is 1Password; the vault is called Work",
+    "Password: see 1Password, item 'NAS admin'",
+    "Base64 of hello world is aGVsbG8gd29ybGQ=",
+    "Version 2.14.0 shipped on 2026-11-28 with 1,204 tests",
+    "密码是什么？我忘了",
+    "密码错误三次会锁定账户",
+    "修改密码需要先验证手机号",
+    "令牌是每小时刷新一次的",
+    "我们决定用 Redis 做分布式锁，端口 6380",
+    "以后部署都放在周二进行",
+    "The API key is stored in the OPENAI_API_KEY environment variable",
+    "Our token budget is 8,000 tokens per batch",
+    "Password is too short: at least 12 characters",
+    "The passphrase is in the safe",
+]

@@ -1,0 +1,153 @@
+"""Secrets on automatic writes: the detector on the corpus, redact/refuse/off, and every writer
+(write tool, capture, flush, extraction, archives, dream promotions, the MCP tool)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from memdir import Memory
+from memdir.config import Config, load_config
+from memdir.errors import ConfigError
+from memdir.lifecycle.capture import AutoCapture
+from memdir.privacy import SecretGuard, SecretRefused
+from memdir.workspace import Workspace
+from tests.privacy_corpus import GITHUB_CLASSIC, NORMAL, SECRETS
+
+NOW = datetime(2026, 11, 30, 9, 0)
+TODAY = "memory/2026-11-30.md"
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), SECRETS)
+def test_every_secret_of_the_corpus_is_redacted(text: str, secret: str, kind: str) -> None:
+    redacted, kinds = SecretGuard().redact(text)
+    assert secret not in redacted
+    assert kind in kinds
+    assert f"[REDACTED:{kind}]" in redacted
+
+
+@pytest.mark.parametrize("text", NORMAL)
+def test_ordinary_notes_are_left_alone(text: str) -> None:
+    assert SecretGuard().redact(text) == (text, [])
+
+
+def test_redaction_keeps_the_rest_of_the_sentence() -> None:
+    text, kinds = SecretGuard().redact("我的密码是abc12345，别忘了 and port 5433")
+    assert text == "我的密码是[REDACTED:password]，别忘了 and port 5433"
+    assert kinds == ["password"]
+
+
+def test_refuse_raises_with_the_kinds_found() -> None:
+    with pytest.raises(SecretRefused, match="GitHub token"):
+        SecretGuard("refuse").check_fact(f"token {GITHUB_CLASSIC}")
+    assert SecretGuard("refuse").check_fact("port 5433") == ("port 5433", [])
+
+
+def test_off_checks_nothing_and_extra_patterns_add_kinds() -> None:
+    assert SecretGuard("off").redact("password is hunter2!") == ("password is hunter2!", [])
+    guard = SecretGuard(extra_patterns=[r"\bACME-\d{6}\b"])
+    assert guard.redact("badge ACME-123456") == ("badge [REDACTED:custom]", ["custom"])
+
+
+def test_bad_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match=r"privacy\.secrets"):
+        SecretGuard("maybe")
+    with pytest.raises(ConfigError, match="not a regex"):
+        SecretGuard(extra_patterns=["("])
+
+
+# -- the writers -------------------------------------------------------------------------------
+
+
+def test_the_write_tool_says_what_was_redacted(memory, workspace) -> None:
+    result = memory.write(f"Remember my GitHub token is {GITHUB_CLASSIC}")
+    assert result.written and result.redacted == ("GitHub token",)
+    assert "redacted GitHub token" in result.reason and "does not store secrets" in result.reason
+    stored = (workspace / result.path).read_text(encoding="utf-8")
+    assert GITHUB_CLASSIC not in stored and "[REDACTED:GitHub token]" in stored
+    assert result.to_dict()["redacted"] == ["GitHub token"]
+
+
+def test_the_mcp_write_tool_tells_the_model(memory) -> None:
+    from memdir.mcp_server import MemoryTools
+
+    reply = MemoryTools(memory).call("memory_write", {"text": "the wifi password is Corr3ctHorse"})
+    assert reply["redacted"] == ["password"] and "redacted password" in reply["reason"]
+
+
+def test_refuse_mode_from_the_config_refuses_the_write(workspace, isolated_env) -> None:
+    (isolated_env / "config.toml").write_text(
+        '[embedding]\nprovider = "fake"\n[privacy]\nsecrets = "refuse"\n', encoding="utf-8"
+    )
+    with Memory(workspace) as mem:
+        with pytest.raises(SecretRefused, match="password"):
+            mem.write("Remember: my password is hunter2-Secret!")
+        assert mem.write("The staging database listens on port 5433").written
+    assert "hunter2" not in (workspace / "memory").joinpath(_today()).read_text(encoding="utf-8")
+
+
+def _today() -> str:
+    from memdir.clock import now
+
+    return f"{now().date().isoformat()}.md"
+
+
+def test_auto_capture_redacts(workspace) -> None:
+    capture = AutoCapture(Workspace(workspace))
+    result = capture.consider("Remember: my password is hunter2-Secret!", now=NOW)
+    assert result is not None and result.written
+    text = (workspace / TODAY).read_text(encoding="utf-8")
+    assert "hunter2" not in text and "[REDACTED:password]" in text
+
+
+def test_flush_and_extraction_redact(workspace) -> None:
+    from memdir.lifecycle.extract import extract_memories
+    from memdir.lifecycle.flush import run_memory_flush
+    from memdir.llm.base import Message
+    from memdir.llm.fake import ScriptedLLM
+
+    llm = ScriptedLLM()
+    llm.enqueue(f"- the CI token is {GITHUB_CLASSIC}")
+    ws = Workspace(workspace)
+    flushed = run_memory_flush(ws, [Message("user", "hi")], llm, now=NOW)
+    assert flushed.appended == 1
+    llm.enqueue(
+        '{"items": [{"category": "project fact", "text": "The deploy password is Tr0ub4dor&3"}]}'
+    )
+    report = extract_memories(ws, [Message("user", "deploy")], llm, now=NOW, embedder=None)
+    assert report.results and report.results[0].written
+    for rel in (TODAY, "MEMORY.md"):
+        text = (workspace / rel).read_text(encoding="utf-8")
+        assert GITHUB_CLASSIC not in text and "Tr0ub4dor&3" not in text
+
+
+def test_session_archives_are_redacted_even_in_refuse_mode(workspace) -> None:
+    from memdir.lifecycle.archive import archive_session
+    from memdir.llm.base import Message
+
+    ws = Workspace(workspace, secrets=SecretGuard("refuse"))
+    result = archive_session(
+        ws,
+        [Message("user", f"use {GITHUB_CLASSIC} for CI"), Message("assistant", "noted")],
+        session_id="s1",
+        started_at=NOW,
+        now=NOW,
+        llm=None,
+    )
+    assert result is not None and "redacted GitHub token" in result.note
+    assert GITHUB_CLASSIC not in (workspace / result.path).read_text(encoding="utf-8")
+
+
+def test_a_workspace_config_may_not_weaken_the_check(workspace: Path) -> None:
+    config = workspace / ".memdir" / "config.toml"
+    config.write_text('[privacy]\nsecrets = "off"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"may not set privacy\.secrets"):
+        load_config(workspace)
+    config.write_text('[privacy]\nsecret_patterns = ["(a+)+$"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="secret_patterns"):
+        load_config(workspace)
+    config.write_text('[privacy]\nsecrets = "refuse"\n', encoding="utf-8")
+    assert load_config(workspace).privacy.secrets == "refuse"
+    assert Config().privacy.secrets == "redact"
