@@ -28,7 +28,7 @@ from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError, WorkspaceError
 from memdir.fileio import read_regular_file
 from memdir.index.manager import IndexManager
-from memdir.index.sync import Progress, SyncReport, scan_dirty
+from memdir.index.sync import Progress, SyncReport, decode_markdown, scan_dirty
 from memdir.privacy import SecretGuard
 from memdir.search import SearchResponse, run_search
 from memdir.workspace import (
@@ -260,7 +260,9 @@ class Memory:
             return None
         if len(data) > WIDEN_MAX_BYTES:
             return None
-        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+        text, _ = decode_markdown(data, path)  # as the index saw it: no NUL reaches a snippet
+        if text is None:
+            return None
         lines = [line.removesuffix("\r") for line in text.split("\n")]
         if text.endswith("\n"):
             lines.pop()

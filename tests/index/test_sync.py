@@ -240,3 +240,47 @@ def test_file_changed_while_being_read_is_synced_again(
     assert mgr.store().keyword_search('"zebra"', 5)
     assert not scan_dirty(mgr.store(), mgr.workspace)
     assert path.read_text(encoding="utf-8").count("version") == 2
+
+
+def test_decode_markdown_refuses_binary_like_text() -> None:
+    text, warning = decode_markdown(bytes(range(1, 256)) * 100, "x.md")
+    assert text is None and warning is not None and "binary-like" in warning
+
+
+def test_decode_markdown_replaces_late_nul_bytes() -> None:
+    data = b"plain words\n" * 1000 + b"the key\x00 is blue\n"
+    text, warning = decode_markdown(data, "x.md")
+    assert text is not None and "\x00" not in text and "the key\ufffd is blue" in text
+    assert warning is not None and "control characters" in warning
+
+
+def test_embed_plan_caps_pieces_of_one_long_line() -> None:
+    from memdir.index.sync import MAX_EMBEDDED_PIECES_PER_LINE, embed_plan
+    from memdir.markdown.chunking import chunk_markdown
+
+    pieces = chunk_markdown("short first line\n" + "word " * 20_000 + "\nlast line\n")
+    flags, capped = embed_plan(pieces)
+    long_line = [f for p, f in zip(pieces, flags, strict=True) if p.start_line == p.end_line == 2]
+    assert sum(long_line) == MAX_EMBEDDED_PIECES_PER_LINE
+    assert capped == len(long_line) - MAX_EMBEDDED_PIECES_PER_LINE > 0
+    assert flags[0] and flags[-1]
+
+
+def test_a_file_that_cannot_be_chunked_is_skipped_and_the_rest_indexed(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(workspace, "memory/bad.md", "# bad\nboom\n")
+    write(workspace, "memory/good.md", "# good\nthe walrus sings\n")
+    real = sync_module.chunk_markdown
+
+    def chunk(text: str, **kwargs):  # type: ignore[no-untyped-def]
+        if "boom" in text:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(sync_module, "chunk_markdown", chunk)
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        report = mem.sync()
+        assert any("bad.md: cannot be chunked (RecursionError" in w for w in report.warnings)
+        assert [h.path for h in mem.search("walrus").results] == ["memory/good.md"]
+        assert "cannot be chunked" in mem.status()["file_warnings"]["memory/bad.md"]

@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -33,13 +35,21 @@ from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, 
 from memdir.errors import ConfigError, PathNotAllowed, ProviderError
 from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
-from memdir.markdown.chunking import chunk_markdown, text_hash
+from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
 from memdir.text import KEYWORD_TOKENIZERS
 from memdir.workspace import FileEntry, Skipped, Workspace
 
 #: Files larger than this are indexed for keyword search only (embedding them would take
 #: minutes and one huge file is rarely a memory); status says so.
 EMBED_MAX_BYTES = 2 * 1024 * 1024
+#: Pieces of one long line that get a vector (~1,600 tokens); the rest of the line is found by
+#: keyword search (a 1 MB single line used to take 1,400 embeddings and 13 minutes).
+MAX_EMBEDDED_PIECES_PER_LINE = 8
+#: Chunks of one file that get a vector (a 2 MB file of ordinary lines has ~6,000).
+MAX_EMBEDDED_CHUNKS_PER_FILE = 10_000
+#: A text with more undecodable or control characters than this share is not indexed.
+BINARY_LIKE_SHARE = 0.10
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 Progress = Callable[[str, int, int], None]
 
@@ -169,10 +179,21 @@ def _sync_one(
         store.touch_file(entry.path, mtime_ns, after.st_size)
         report.unchanged += 1
         return True
-    text, warning = decode_markdown(data, entry.path)
+    try:  # one file that cannot be decoded or chunked must not stop the others
+        text, warning = decode_markdown(data, entry.path)
+        pieces = (
+            chunk_markdown(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
+            if text is not None
+            else []
+        )
+    except (ValueError, RecursionError, MemoryError) as exc:
+        text, pieces = None, []
+        warning = f"cannot be chunked ({type(exc).__name__}: {exc}): not indexed"
     chunks: list[NewChunk] = []
     if text is not None:
-        pieces = chunk_markdown(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
+        flags, capped = embed_plan(pieces)
+        if capped and embedder is not None:
+            warning = _join(warning, f"{capped} chunks of very long lines: keyword search only")
         embeddable = embedder is not None and len(data) <= EMBED_MAX_BYTES
         if embedder is not None and not embeddable:
             warning = _join(
@@ -187,7 +208,7 @@ def _sync_one(
             else {}
         )
         report.cache_hits += sum(1 for k in keys if k in cached)
-        for piece, key in zip(pieces, keys, strict=True):
+        for piece, key, embed in zip(pieces, keys, flags, strict=True):
             chunks.append(
                 NewChunk(
                     id=chunk_id(
@@ -203,8 +224,8 @@ def _sync_one(
                     hash=piece.hash,
                     text=piece.text,
                     tokens=tokenize(piece.text),
-                    embedding=cached.get(key),
-                    embed=embeddable,
+                    embedding=cached.get(key) if embed else None,
+                    embed=embeddable and embed,
                 )
             )
     if warning:
@@ -228,7 +249,12 @@ def _sync_one(
 
 
 def decode_markdown(data: bytes, path: str) -> tuple[str | None, str | None]:
-    """Decode a file's bytes: ``(text, warning)``; text is None for a binary file."""
+    """Decode a file's bytes: ``(text, warning)``; text is None for a binary file.
+
+    Binary: a NUL byte in the first 8 KiB, or more than :data:`BINARY_LIKE_SHARE` of the text
+    undecodable or control characters (random bytes, a GBK file). NUL and other control
+    characters further in are replaced by U+FFFD, so they never reach an index or a snippet.
+    """
     if b"\x00" in data[:8192]:
         return None, "binary file (NUL bytes): not indexed"
     try:
@@ -237,7 +263,19 @@ def decode_markdown(data: bytes, path: str) -> tuple[str | None, str | None]:
     except UnicodeDecodeError as exc:
         text = data.decode("utf-8", errors="replace")
         warning = f"invalid UTF-8 at byte {exc.start}: indexed with replacement characters"
-    return text.removeprefix("\ufeff"), warning
+    text = text.removeprefix("\ufeff")
+    controls = len(_CONTROL_RE.findall(text))
+    odd = controls + text.count("\ufffd")
+    if text and odd > BINARY_LIKE_SHARE * len(text):
+        share = 100 * odd / len(text)
+        return None, (
+            f"binary-like ({share:.0f}% undecodable or control characters; is it UTF-8?)"
+            ": not indexed"
+        )
+    if controls:
+        text = _CONTROL_RE.sub("\ufffd", text)
+        warning = _join(warning, f"{controls} control characters (NUL…) replaced by U+FFFD")
+    return text, warning
 
 
 def vector_key(chunk_hash: str, pooling: str) -> str:
@@ -343,6 +381,24 @@ def _pool_lines(
     )
     pooled = [(vector_key(h, pooling), v) for (_, h, _), v in zip(batch, vectors, strict=True)]
     return vectors, fresh + pooled
+
+
+def embed_plan(pieces: Sequence[Chunk]) -> tuple[list[bool], int]:
+    """Which chunks of a file get a vector, and how many do not: at most
+    :data:`MAX_EMBEDDED_PIECES_PER_LINE` pieces of one long line and
+    :data:`MAX_EMBEDDED_CHUNKS_PER_FILE` chunks per file (the rest: keyword search only), so a
+    pathological file has a bounded embedding cost."""
+    per_line: Counter[int] = Counter()
+    flags: list[bool] = []
+    embedded = 0
+    for piece in pieces:
+        ok = embedded < MAX_EMBEDDED_CHUNKS_PER_FILE
+        if piece.start_line == piece.end_line:
+            per_line[piece.start_line] += 1
+            ok = ok and per_line[piece.start_line] <= MAX_EMBEDDED_PIECES_PER_LINE
+        embedded += ok
+        flags.append(ok)
+    return flags, len(flags) - embedded
 
 
 def _same_stat(a: os.stat_result, b: os.stat_result) -> bool:
