@@ -290,6 +290,11 @@ class IndexLifecycle(Protocol):
         """Run a read, recovering (and calling ``resync``) where the engine can."""
         ...
 
+    def recover(self, exc: BaseException) -> bool:
+        """After a write failed with ``exc``: when it says the index is damaged, replace it
+        with a fresh one and return True (the caller syncs again); else False."""
+        ...
+
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         """``(seq, cosine similarity)`` of the ``k`` nearest chunks, best first."""
         ...

@@ -219,7 +219,18 @@ class IndexManager:
         embed_limit: int | None = None,
     ) -> SyncReport:
         """Full sync: rebuild when forced or the identity changed, then embed what is pending
-        (at most ``embed_limit`` chunks when given)."""
+        (at most ``embed_limit`` chunks when given). A write that finds the index damaged
+        lets the lifecycle replace it (:meth:`IndexLifecycle.recover`), then syncs again."""
+        try:
+            return self._sync(force=force, progress=progress, embed_limit=embed_limit)
+        except Exception as exc:
+            if not self.lifecycle.recover(exc):
+                raise
+            return self._sync(force=True, progress=progress, embed_limit=embed_limit)
+
+    def _sync(
+        self, *, force: bool, progress: Progress | None, embed_limit: int | None
+    ) -> SyncReport:
         report = SyncReport()
         with self.write_lock():
             store = self.store()
@@ -242,6 +253,14 @@ class IndexManager:
         # Through read(): a lost database connection is reopened, a corrupt file recovered.
         if not self.read(self._identity_matches):
             return self.sync(embed_limit=SEARCH_EMBED_LIMIT)
+        try:
+            return self._refresh()
+        except Exception as exc:
+            if not self.lifecycle.recover(exc):
+                raise
+            return self.sync(force=True, embed_limit=SEARCH_EMBED_LIMIT)
+
+    def _refresh(self) -> SyncReport | None:
         dirty = scan_dirty(self.store(), self.workspace)
         report = None
         if dirty:

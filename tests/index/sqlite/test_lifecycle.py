@@ -108,3 +108,73 @@ def test_read_only_workspace_is_searchable(tmp_path: Path) -> None:
         assert not (root / ".memdir").exists()
     finally:
         _undo_readonly(root)
+
+
+# -- damage inside the file (issue 14) ----------------------------------------------------------
+
+
+def _damaged_index(workspace: Path, files: int = 30) -> Path:
+    for n in range(files):
+        write(workspace, f"memory/n{n}.md", f"# note {n}\n" + f"line {n} about herons\n" * 80)
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.sync()
+    db = workspace / ".memdir" / "index.sqlite"
+    import sqlite3
+
+    sqlite3.connect(db).execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+    size = db.stat().st_size
+    with db.open("r+b") as fh:  # two pages in the middle, after the header and schema
+        for page in (size // 4096 // 2, size // 4096 // 2 + 1):
+            fh.seek(page * 4096)
+            fh.write(b"\xa5" * 4096)
+    return db
+
+
+def test_salvage_cache_reads_what_is_left(workspace: Path) -> None:
+    from memdir.index.sqlite.lifecycle import salvage_cache
+
+    db = _damaged_index(workspace)
+    rows = salvage_cache(db)
+    assert rows and all(len(r) == 7 for r in rows)
+    assert salvage_cache(workspace / "missing.sqlite") == []
+
+
+def test_a_damaged_file_found_by_a_write_is_replaced_and_rebuilt(workspace: Path) -> None:
+    _damaged_index(workspace)
+    write(workspace, "memory/new.md", "# new\nthe heron nests by the pond\n")
+    embedder = FakeEmbedder()
+    with Memory(workspace, embedder=embedder) as mem:
+        report = mem.sync()
+        assert report.added >= 30
+        assert mem.search("heron nests pond").results[0].path == "memory/new.md"
+        notes = mem.status()["notes"]
+    assert any("damaged" in n and "memdir index --force" in n for n in notes)
+    assert len(list((workspace / ".memdir").glob("index.sqlite.corrupt-*"))) == 1
+
+
+def test_stale_rebuild_files_are_removed_and_live_ones_kept(workspace: Path) -> None:
+    from memdir.index.sqlite.lifecycle import clean_stale_rebuilds
+
+    state = workspace / ".memdir"
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    dead = state / f"index.sqlite.rebuild-{proc.pid}"
+    dead_wal = state / f"index.sqlite.rebuild-{proc.pid}-wal"
+    mine = state / f"index.sqlite.rebuild-{os.getpid()}"
+    for path in (dead, dead_wal, mine):
+        path.write_bytes(b"x")
+    assert sorted(clean_stale_rebuilds(state)) == sorted([dead.name, dead_wal.name])
+    assert mine.exists()
+
+
+def test_only_the_newest_corrupt_copies_are_kept(workspace: Path) -> None:
+    from memdir.index.sqlite.lifecycle import KEEP_CORRUPT
+
+    state = workspace / ".memdir"
+    for stamp in range(1000, 1005):
+        (state / f"index.sqlite.corrupt-{stamp}").write_bytes(b"x")
+    (state / "index.sqlite").write_bytes(b"not a database at all" * 100)
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.search("anything")
+    copies = sorted(p.name for p in state.glob("index.sqlite.corrupt-*"))
+    assert len(copies) == KEEP_CORRUPT and "index.sqlite.corrupt-1000" not in copies

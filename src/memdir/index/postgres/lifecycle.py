@@ -118,6 +118,10 @@ class PostgresLifecycle:
             self.close()
             return fn(self.store())
 
+    def recover(self, exc: BaseException) -> bool:
+        """A server database repairs itself or is repaired by its operator: never here."""
+        return False
+
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return self.store().nearest(query, k)
 

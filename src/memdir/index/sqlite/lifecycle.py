@@ -9,13 +9,21 @@
 - Identity (provider, model, dims, chunking, tokenizer, schema) change → a full rebuild into a
   temporary database seeded with the old embedding cache, swapped in with one rename; a failure
   keeps the old index. Other processes notice the swap (inode change) and reopen.
-- A database that cannot be read is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt.
+- A database that cannot be read is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt:
+  a bad header when it is opened, or damage inside the file when a query fails with
+  "malformed"/"corrupt" and ``PRAGMA quick_check`` confirms it. The embedding cache is salvaged
+  first, range by range, so the rebuild re-embeds only what was lost; the newest
+  :data:`KEEP_CORRUPT` copies are kept for inspection.
+- At start-up, ``index.sqlite.rebuild-<pid>`` files of rebuilds whose process is gone (or older
+  than :data:`STALE_REBUILD_S`) are removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +32,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from memdir.config import memdir_home
 from memdir.embeddings.base import Vectors
 from memdir.errors import IndexStoreError
 from memdir.index.base import IndexBackend, LifecycleOptions
@@ -33,6 +42,13 @@ from memdir.index.sqlite.vectors import SqliteVectorSearch, create_vector_search
 
 #: The index file's name in the state folder.
 INDEX_NAME = "index.sqlite"
+#: How many ``index.sqlite.corrupt-*`` copies are kept (newest first).
+KEEP_CORRUPT = 2
+#: A rebuild file older than this is stale even when its pid is alive (another machine's pid).
+STALE_REBUILD_S = 24 * 3600.0
+#: Words of SQLite's errors for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB).
+_DAMAGE_WORDS = ("malformed", "corrupt", "not a database")
+_REBUILD_RE = re.compile(rf"^{re.escape(INDEX_NAME)}\.rebuild-(\d+)(?:-wal|-shm|-journal)?$")
 
 
 class SqliteLifecycle:
@@ -43,16 +59,20 @@ class SqliteLifecycle:
     schema_version = SCHEMA_VERSION
 
     def __init__(self, options: LifecycleOptions) -> None:
-        self.path = options.state_dir / INDEX_NAME
-        self.location = str(self.path)
-        self.vector_backend = options.vector_backend
         self.notes = options.notes
         if options.state_note:
             self.notes.append(options.state_note)
-        self._lock = FileLock(str(options.state_dir / "index.lock"))
+        folder = _writable_folder(options.state_dir, self.notes)
+        self.path = folder / INDEX_NAME
+        self.location = str(self.path)
+        self.vector_backend = options.vector_backend
+        self._lock = FileLock(str(folder / "index.lock"))
         self._store: SqliteStore | None = None
         self._inode: int | None = None
         self._vectors: SqliteVectorSearch | None = None
+        removed = clean_stale_rebuilds(folder)
+        if removed:
+            self.notes.append(f"removed {len(removed)} file(s) of interrupted index rebuilds")
 
     def store(self) -> SqliteStore:
         """The open store, reopened when another process swapped the file."""
@@ -70,24 +90,48 @@ class SqliteLifecycle:
         return store
 
     def _recover(self, exc: Exception) -> SqliteStore:
-        """Move an unreadable database aside and start a new one (call under the lock)."""
+        """Move an unreadable or damaged database aside and start a new one that keeps what
+        could be read of its embedding cache (call under the lock)."""
         try:  # another process may have recovered it while we waited for the lock
             store = SqliteStore.open(self.path)
             store.meta_get("identity")
-            return store
+            if not is_damage(exc) or _quick_check(store) == "ok":
+                return store
+            store.close()
         except sqlite3.DatabaseError:
             pass
+        salvaged = salvage_cache(self.path)
         aside = self.path.with_name(f"{INDEX_NAME}.corrupt-{int(time.time())}")
         with contextlib.suppress(FileNotFoundError):
             os.replace(self.path, aside)
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(self.path) + suffix)
-        self.notes.append(f"index was unreadable ({exc}); moved to {aside.name} and rebuilt")
+        _drop_old_copies(self.path.parent)
         try:
-            return SqliteStore.open(self.path)
+            store = SqliteStore.open(self.path)
+            if salvaged:
+                with store.write() as conn:
+                    conn.executemany(_CACHE_INSERT, salvaged)
         except sqlite3.DatabaseError as again:
             raise IndexStoreError(f"cannot create an index at {self.path}: {again}") from again
+        self.notes.append(
+            f"index was damaged ({exc}); moved to {aside.name} and rebuilt from the files, "
+            f"keeping {len(salvaged)} cached embeddings (`memdir index --force` rebuilds it "
+            "by hand)"
+        )
+        return store
+
+    def recover(self, exc: BaseException) -> bool:
+        """After a failed write: when the file turns out damaged, move it aside and start a
+        fresh index (the caller then syncs again). False when ``exc`` is not damage."""
+        if not isinstance(exc, sqlite3.DatabaseError) or not is_damage(exc):
+            return False
+        self._close_store()
+        with self.write_lock():
+            self._store = self._recover(exc)
+            self._inode = _inode(self.path)
+        return True
 
     def vectors(self) -> SqliteVectorSearch:
         if self._vectors is None:
@@ -166,6 +210,105 @@ class SqliteLifecycle:
             self._vectors = None
 
 
+def _writable_folder(state_dir: Path, notes: list[str]) -> Path:
+    """``state_dir``, or a folder under ``$MEMDIR_HOME/indexes/`` when the index file there
+    cannot be written (as for a read-only workspace: searches still work, from a copy)."""
+    index = state_dir / INDEX_NAME
+    if not index.exists() or os.access(index, os.W_OK):
+        return state_dir
+    digest = hashlib.sha256(str(index).encode()).hexdigest()[:16]
+    fallback = memdir_home() / "indexes" / digest
+    fallback.mkdir(parents=True, exist_ok=True)
+    notes.append(f"{index} is read-only: the index is kept in {fallback} instead")
+    return fallback
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a SQLite error says the file is damaged (not busy, not a bad query)."""
+    message = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and any(w in message for w in _DAMAGE_WORDS)
+
+
+def _quick_check(store: SqliteStore) -> str:
+    try:
+        rows = store.conn.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return str(rows[0][0]) if rows else "no answer"
+
+
+_CACHE_COLUMNS = "provider, model, provider_key, hash, dims, embedding, created_at"
+_CACHE_INSERT = (
+    f"INSERT OR IGNORE INTO embedding_cache({_CACHE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def salvage_cache(path: Path, batch: int = 256) -> list[tuple[Any, ...]]:
+    """The embedding-cache rows of a damaged index that can still be read, range by range of
+    rowids (a damaged page loses its own rows, not the rest). Read-only; never raises."""
+    rows: list[tuple[Any, ...]] = []
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return rows
+    try:
+        top = conn.execute("SELECT max(rowid) FROM embedding_cache").fetchone()[0] or 0
+    except sqlite3.Error:
+        top = 1 << 20  # the b-tree's root is damaged: try the usual range anyway
+    try:
+        for low in range(0, int(top) + 1, batch):
+            with contextlib.suppress(sqlite3.Error):
+                rows.extend(
+                    conn.execute(
+                        f"SELECT {_CACHE_COLUMNS} FROM embedding_cache "
+                        "WHERE rowid >= ? AND rowid < ?",
+                        (low, low + batch),
+                    ).fetchall()
+                )
+    finally:
+        conn.close()
+    return rows
+
+
+def clean_stale_rebuilds(folder: Path) -> list[str]:
+    """Remove ``index.sqlite.rebuild-<pid>`` files whose process is gone or that are older
+    than :data:`STALE_REBUILD_S`; returns their names."""
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _REBUILD_RE.match(entry.name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_REBUILD_S
+            if old or not _alive(int(match.group(1))):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _drop_old_copies(folder: Path) -> None:
+    copies = sorted(folder.glob(f"{INDEX_NAME}.corrupt-*"), key=lambda p: p.name, reverse=True)
+    for old in copies[KEEP_CORRUPT:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
 def _inode(path: Path) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -182,11 +325,8 @@ def _remove_db(path: Path) -> None:
 def _copy_cache(old: SqliteStore, fresh: SqliteStore) -> None:
     """Seed the new database's embedding cache from the old one (best effort)."""
     try:
-        rows = old.conn.execute(
-            "SELECT provider, model, provider_key, hash, dims, embedding, created_at "
-            "FROM embedding_cache"
-        ).fetchall()
+        rows = old.conn.execute(f"SELECT {_CACHE_COLUMNS} FROM embedding_cache").fetchall()
     except sqlite3.DatabaseError:
-        return
+        rows = salvage_cache(old.path)  # a damaged file: what can still be read
     with fresh.write() as conn:
-        conn.executemany("INSERT OR IGNORE INTO embedding_cache VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(_CACHE_INSERT, rows)
