@@ -17,7 +17,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
+from memdir.cli.common import open_memory, print_json, stderr, stdout, styled, visible
 from memdir.cli.main import cli
 from memdir.config import load_config
 from memdir.llm.tool_support import tool_refusals
@@ -104,9 +104,9 @@ def index_command(ctx: click.Context, force: bool, as_json: bool) -> None:
         if report.pending_vectors:
             out.print(f"{report.pending_vectors} chunks still need an embedding")
         for warning in report.warnings:
-            err.print(f"warning: {warning}")
+            err.print(styled(f"warning: {warning}"))
         for path, reason in report.skipped:
-            err.print(f"skipped: {path}: {reason}")
+            err.print(styled(f"skipped: {path}: {reason}"))
 
 
 @cli.command("status")
@@ -159,7 +159,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         )
     )
     for key, value in rows:
-        table.add_row(key, Text(value))
+        table.add_row(key, Text(visible(value)))
     out = stdout()
     out.print(table)
     for path, warning in info["file_warnings"].items():

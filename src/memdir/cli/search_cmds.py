@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 from rich.table import Table
+from rich.text import Text
 
-from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
+from memdir.cli.common import open_memory, print_json, stderr, stdout, styled, visible
 from memdir.cli.main import cli
 
 
@@ -42,7 +43,7 @@ def search_command(
             parts = ", ".join(f"{k} {v}" for k, v in hit.explain.items())
             out.print(styled("   ", (parts, "dim")))
         for line in hit.snippet.splitlines():
-            out.print(f"   {line}")
+            out.print(Text(visible(f"   {line}", tabs=True)))
         out.print()
     if explain:
         table = Table("mode", "legs", "terms")
