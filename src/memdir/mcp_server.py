@@ -8,8 +8,14 @@ imported only when a server is built). A tool that fails answers with an MCP too
 
 Privacy (SPEC §2): in ``shared`` scope MEMORY.md and USER.md are never returned by search or
 get, ``memory_write`` can only append to the daily log, and ``memory://MEMORY.md`` is neither
-listed nor readable. Tool calls run one at a time on a worker thread, under a lock shared with
-the file watcher that keeps the index current while the server runs.
+listed nor readable.
+
+Robustness (issue 14): every call has a time limit (:data:`CALL_TIMEOUT_S`; a call past it
+answers with an error while its work finishes in the background); calls that use the index
+(search, write) take a lock shared with the file watcher, but wait for it only that long, and
+``memory_get`` (a plain file read) takes no lock at all, so one slow call cannot stall the
+others; every reply is capped (:data:`MAX_REPLY_CHARS`, :data:`MAX_GET_CHARS`) with a note on
+how to read on.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memdir import __version__
 from memdir.clock import now
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 log = logging.getLogger("memdir.mcp")
+T = TypeVar("T")
 
 MEMORY_URI = "memory://MEMORY.md"
 TODAY_URI = "memory://today"
@@ -181,6 +188,14 @@ def _tool(
 
 
 _ALL_ARGUMENTS = {d["name"]: tuple(d["input_schema"]["properties"]) for d in tool_definitions()}
+#: Seconds a tool call may take, waiting for the index lock included.
+CALL_TIMEOUT_S = 30.0
+#: The most characters of text one ``memory_get`` reply or resource read carries.
+MAX_GET_CHARS = 50_000
+#: The most characters of JSON any other reply carries.
+MAX_REPLY_CHARS = 60_000
+#: Tools that only read files, never the shared index: they run without the lock.
+_LOCK_FREE = frozenset({"memory_get"})
 
 
 class MemoryTools:
@@ -188,12 +203,21 @@ class MemoryTools:
 
     Args:
         memory: the memory to serve; its ``scope`` decides what is visible.
-        lock: held around every call; share it with a :class:`WorkspaceWatcher`.
+        lock: held around every call that uses the index; share it with a
+            :class:`WorkspaceWatcher`.
+        timeout: seconds one call may take, waiting for the lock included.
     """
 
-    def __init__(self, memory: Memory, *, lock: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        lock: threading.Lock | None = None,
+        timeout: float = CALL_TIMEOUT_S,
+    ) -> None:
         self.memory = memory
         self.lock = lock if lock is not None else threading.Lock()
+        self.timeout = timeout
         self._tools: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
             "memory_search": self._search,
             "memory_get": self._get,
@@ -226,8 +250,21 @@ class MemoryTools:
             raise MemdirError(
                 f"{name}: unknown argument(s) {', '.join(unknown)}; accepted: {', '.join(allowed)}"
             )
-        with self.lock:
-            return retry_when_busy(partial(tool, args))
+        job = partial(retry_when_busy, partial(tool, args))
+        if name not in _LOCK_FREE:
+            job = partial(self._locked, name, job)
+        return cap_reply(name, run_with_timeout(job, self.timeout, name))
+
+    def _locked(self, name: str, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        if not self.lock.acquire(timeout=self.timeout):
+            raise MemdirError(
+                f"{name}: memory is busy with another call (waited {self.timeout:.0f} s); "
+                "try again in a moment"
+            )
+        try:
+            return job()
+        finally:
+            self.lock.release()
 
     def _search(self, args: Mapping[str, Any]) -> dict[str, Any]:
         min_score = _arg(args, "min_score", float)
@@ -285,8 +322,15 @@ class MemoryTools:
         else:
             known = ", ".join(r["uri"] for r in self.resources())
             raise MemdirError(f"unknown resource {uri!r}: available: {known}")
-        with self.lock:
-            return retry_when_busy(lambda: self.memory.get(path).text)
+        text = run_with_timeout(lambda: self.memory.get(path).text, self.timeout, uri)
+        if len(text) <= MAX_GET_CHARS:
+            return text
+        shown = _cut_at_line(text, MAX_GET_CHARS)
+        next_line = shown.count("\n") + 1
+        return (
+            shown + f"\n\n[cut at {len(shown):,} of {len(text):,} characters: read on with "
+            f"memory_get path={path} from={next_line}]\n"
+        )
 
 
 _KINDS: dict[type, tuple[tuple[type, ...], str]] = {
@@ -310,6 +354,71 @@ def _arg(args: Mapping[str, Any], name: str, kind: type, *, required: bool = Fal
         raise MemdirError(f"{name!r} must be {label}, not {type(value).__name__}")
     checked: Any = value  # isinstance with a tuple of types narrows to object
     return float(checked) if kind is float else checked
+
+
+def run_with_timeout(fn: Callable[[], T], seconds: float, name: str) -> T:
+    """``fn()`` on its own thread, waited for at most ``seconds``.
+
+    Raises:
+        MemdirError: it took longer (its work goes on in the background and is not undone).
+    """
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name=f"memdir {name}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise MemdirError(
+            f"{name} took longer than {seconds:.0f} s and was abandoned (a write may still "
+            "complete); try a narrower call"
+        )
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
+
+
+def cap_reply(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` within the reply caps, with ``truncated`` saying how to read on."""
+    if name == "memory_get" and len(data.get("text", "")) > MAX_GET_CHARS:
+        text = data["text"]
+        shown = _cut_at_line(text, MAX_GET_CHARS)
+        lines = shown.count("\n") + (0 if shown.endswith("\n") else 1)
+        next_from = data["from"] + lines
+        data = {**data, "text": shown, "lines": lines, "next_from": next_from}
+        data["truncated"] = (
+            f"only lines {data['from']}-{next_from - 1} of {data['total_lines']} are shown (a "
+            f"reply carries at most {MAX_GET_CHARS:,} characters): read on with from={next_from}"
+        )
+        return data
+    if len(json.dumps(data, ensure_ascii=False)) <= MAX_REPLY_CHARS or "results" not in data:
+        return data
+    results = list(data["results"])
+    data = dict(data)
+    while results and len(json.dumps({**data, "results": results}, ensure_ascii=False)) > (
+        MAX_REPLY_CHARS
+    ):
+        results.pop()
+    left_out = len(data["results"]) - len(results)
+    data["results"] = results
+    data["truncated"] = (
+        f"{left_out} more result(s) left out to keep the reply under {MAX_REPLY_CHARS:,} "
+        "characters: ask for fewer with max_results, or read a hit with memory_get"
+    )
+    return data
+
+
+def _cut_at_line(text: str, limit: int) -> str:
+    """The longest start of ``text`` within ``limit`` characters that ends at a line end (or
+    exactly at ``limit`` when the first line alone is longer)."""
+    cut = text.rfind("\n", 0, limit)
+    return text[: cut + 1] if cut > 0 else text[:limit]
 
 
 def _one_line(message: str) -> str:

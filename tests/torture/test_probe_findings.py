@@ -30,8 +30,6 @@ from memdir.workspace import Workspace
 from tests.helpers import write
 
 NOW = datetime(2026, 11, 30, 9, 0)
-#: Findings whose fix lands in a later step of issue 14 (strict: an unexpected pass fails).
-NOT_YET = pytest.mark.xfail(strict=True, reason="issue 14: fixed in a later step")
 OUTSIDE_TEXT = "outside-only words: zanzibar quokka periwinkle"
 
 
@@ -202,7 +200,6 @@ def test_finding6_a_fifo_is_not_opened(memory, workspace):
     assert any("FIFO" in w for w in memory.status()["file_warnings"].values())
 
 
-@NOT_YET
 def test_finding6_mcp_get_reply_is_capped(memory, workspace):
     from memdir.mcp_server import MemoryTools
 

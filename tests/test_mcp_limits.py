@@ -1,0 +1,80 @@
+"""The MCP server's limits (issue 14): replies capped with a way to read on, per-call time
+limits, and a lock that one slow call cannot hold for everyone."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from memdir.errors import MemdirError, PathNotAllowed
+from memdir.mcp_server import MAX_GET_CHARS, MAX_REPLY_CHARS, MemoryTools, cap_reply
+from tests.helpers import write
+
+pytest.importorskip("mcp", reason="the MCP SDK is an extra: pip install 'memdir[mcp]'")
+
+
+def test_a_big_get_is_capped_and_can_be_read_on(memory, workspace) -> None:
+    lines = [f"line {n} " + "x" * 70 for n in range(1, 20_001)]
+    write(workspace, "memory/big.md", "\n".join(lines) + "\n")
+    tools = MemoryTools(memory)
+    first = tools.call("memory_get", {"path": "memory/big.md"})
+    assert len(first["text"]) <= MAX_GET_CHARS and first["text"].endswith("\n")
+    assert first["next_from"] == first["lines"] + 1 and "from=" in first["truncated"]
+    second = tools.call("memory_get", {"path": "memory/big.md", "from": first["next_from"]})
+    joined = first["text"] + second["text"]
+    assert joined.splitlines() == lines[: len(joined.splitlines())]
+
+
+def test_a_small_get_is_untouched(memory, workspace) -> None:
+    write(workspace, "memory/small.md", "one\ntwo\n")
+    reply = MemoryTools(memory).call("memory_get", {"path": "memory/small.md"})
+    assert reply["text"] == "one\ntwo\n" and "truncated" not in reply
+
+
+def test_search_replies_are_capped() -> None:
+    data = {"results": [{"snippet": "s" * 5_000} for _ in range(40)], "warnings": []}
+    capped = cap_reply("memory_search", data)
+    assert len(json.dumps(capped)) <= MAX_REPLY_CHARS
+    assert 0 < len(capped["results"]) < 40 and "max_results" in capped["truncated"]
+
+
+def test_a_fifo_get_fails_fast_and_the_rest_keeps_working(memory, workspace) -> None:
+    os.mkfifo(workspace / "memory" / "x.md")
+    write(workspace, "memory/ok.md", "# ok\nthe walrus sings\n")
+    tools = MemoryTools(memory, timeout=10)
+    with pytest.raises(PathNotAllowed, match="FIFO"):
+        tools.call("memory_get", {"path": "memory/x.md"})
+    assert tools.call("memory_search", {"query": "walrus"})["results"]
+
+
+def test_a_slow_call_times_out_and_does_not_stall_reads(memory, workspace, monkeypatch) -> None:
+    write(workspace, "memory/ok.md", "# ok\nthe walrus sings\n")
+    release = threading.Event()
+    real_search = memory.search
+
+    def slow_search(*args, **kwargs):  # type: ignore[no-untyped-def]
+        release.wait(20)
+        return real_search(*args, **kwargs)
+
+    monkeypatch.setattr(memory, "search", slow_search)
+    tools = MemoryTools(memory, timeout=0.5)
+    with pytest.raises(MemdirError, match="took longer than"):
+        tools.call("memory_search", {"query": "walrus"})
+    # The slow search still holds the index lock: a read of a file does not need it...
+    assert tools.call("memory_get", {"path": "memory/ok.md"})["text"]
+    # ...and another index call waits at most its time limit, then says why.
+    started = time.monotonic()
+    with pytest.raises(MemdirError, match=r"busy|took longer"):
+        tools.call("memory_write", {"text": "The heron nests by the pond"})
+    assert time.monotonic() - started < 10
+    release.set()
+
+
+def test_resources_are_capped(memory, workspace) -> None:
+    write(workspace, "MEMORY.md", "# memory\n" + ("- a long remembered fact " * 4 + "\n") * 5000)
+    text = MemoryTools(memory).read_resource("memory://MEMORY.md")
+    assert len(text) < MAX_GET_CHARS + 300 and "read on with memory_get" in text
