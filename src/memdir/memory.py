@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.lifecycle.forget import ForgetResult
     from memdir.lifecycle.write import WriteResult
     from memdir.llm.base import LLM, Message
+    from memdir.review import ReviewReport
 
 #: Files a shared (group) session may never see (SPEC §2).
 PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
@@ -528,6 +529,45 @@ class Memory:
             except Exception as exc:  # the files are changed: report, do not fail
                 result.warnings.append(f"the recall store could not be updated: {exc}")
         return result
+
+    def review(self, *, since: str | None = "7d", todo_days: int | None = None) -> ReviewReport:
+        """``memdir review``: near duplicates, likely contradictions, old open todos, the
+        MEMORY.md budget, daily notes never recalled, files not indexed (see
+        :mod:`memdir.review`). Reads only; never writes.
+
+        Args:
+            since: only pairs with a side changed in this window (``7d``, ``2w``, ``12h``, an
+                ISO date); ``all`` or None for everything.
+            todo_days: todos (and unrecalled daily notes) older than this many days; default
+                ``[audit] todo_days`` (14).
+
+        Raises:
+            PathNotAllowed: in a shared session (the review reads MEMORY.md).
+            QueryError: ``since`` is not a window or a date.
+        """
+        from memdir.audit.history import history
+        from memdir.audit.provenance import Provenance
+        from memdir.review import build_review, parse_since
+
+        if self.scope == "shared":
+            raise PathNotAllowed("the review reads MEMORY.md: run it in a private session")
+        current = now()
+        try:
+            start = parse_since(since, current)
+        except ValueError:
+            raise QueryError(f"--since {since!r}: give 7d, 2w, 12h, an ISO date or all") from None
+        store = self.index.store()
+        return build_review(
+            self.workspace,
+            provenance=Provenance.from_records(history(self.workspace)),
+            recalls=self.recalls.entries(),
+            dirty=scan_dirty(store, self.workspace),
+            file_warnings=self.index.read(lambda s: s.file_warnings()),
+            now=current,
+            since=start,
+            since_label=since or "all",
+            todo_days=self.config.audit.todo_days if todo_days is None else todo_days,
+        )
 
     def audit_status(self) -> dict[str, Any]:
         """Where the audit trail goes (git repository or log file) and what waits to be

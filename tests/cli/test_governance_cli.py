@@ -81,3 +81,22 @@ def test_forget_preview_apply_force(
     assert daily.read_text(encoding="utf-8") == "# 2026-12-01\n\n"
     nothing = runner.invoke(cli, ["-w", str(root), "forget", "zebra giraffe"])
     assert nothing.exit_code == 0 and "nothing matches" in nothing.output
+
+
+def test_review_text_and_json(
+    runner: CliRunner, tmp_path: Path, fake_config: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_NOW", "2026-12-02T10:00")
+    root = tmp_path / "rws"
+    runner.invoke(cli, ["init", str(root)], catch_exceptions=False)
+    (root / "memory" / "2026-12-01.md").write_text(
+        "# 2026-12-01\n\n- Bob owns the deploy pipeline\n- The deploy pipeline is owned by Alice\n",
+        encoding="utf-8",
+    )
+    text = runner.invoke(cli, ["-w", str(root), "review"], catch_exceptions=False).output
+    assert "Likely contradictions: 1" in text and "owner bob vs alice" in text
+    assert "MEMORY.md budget:" in text and "[bold]" not in text
+    data = json.loads(runner.invoke(cli, ["-w", str(root), "review", "--json"]).output)
+    assert data["contradictions"][0]["values"] == ["bob", "alice"]
+    bad = runner.invoke(cli, ["-w", str(root), "review", "--since", "someday"])
+    assert bad.exit_code == 1 and "--since" in bad.output

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from memdir.audit.merge import line_key
 from memdir.audit.records import AuditRecord
@@ -40,6 +41,8 @@ class Provenance:
     """Per file, the texts of the lines memdir wrote and has not removed (with their counts)."""
 
     written: dict[str, Counter[str]] = field(default_factory=dict)
+    #: Per file, when memdir last added each line text.
+    written_at: dict[str, dict[str, datetime]] = field(default_factory=dict)
 
     @classmethod
     def from_records(cls, records: Iterable[AuditRecord]) -> Provenance:
@@ -54,9 +57,15 @@ class Provenance:
                     key = _key(text)
                     if counts[key] > 0:
                         counts[key] -= 1
+                times = out.written_at.setdefault(change.path, {})
                 for _, text in change.added:
                     counts[_key(text)] += 1
+                    times[_key(text)] = record.time
         return out
+
+    def written_time(self, path: str, line: str) -> datetime | None:
+        """When memdir last wrote a line with this text to ``path`` (None: not memdir's)."""
+        return self.written_at.get(path, {}).get(_key(line))
 
     def generated(self, path: str, lines: Sequence[str]) -> set[int]:
         """The 0-based indexes of the lines of ``path`` (its current lines) memdir wrote."""

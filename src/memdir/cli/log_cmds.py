@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from memdir.audit import AuditRecord
-from memdir.cli.common import open_memory, print_json, stdout
+from memdir.cli.common import open_memory, print_json, stdout, styled
 from memdir.cli.main import cli
 
 
@@ -43,7 +42,7 @@ def log_command(
     out = stdout()
     if not records:
         where = "git commits" if status["kind"] == "git" else ".memdir/audit.jsonl"
-        out.print(f"no automatic writes recorded{' for ' + escape(path) if path else ''} ({where})")
+        out.print(f"no automatic writes recorded{' for ' + path if path else ''} ({where})")
         return
     for record in records:
         _print_record(out, record, show_lines)
@@ -52,17 +51,17 @@ def log_command(
 def _print_record(out: Console, record: AuditRecord, show_lines: bool) -> None:
     ref = record.commit[:10] if record.commit else f"log {record.id[:8]}"
     out.print(
-        f"[bold]{record.time:%Y-%m-%d %H:%M}[/bold]  {escape(record.message)}  [dim]{ref}[/dim]"
+        styled((f"{record.time:%Y-%m-%d %H:%M}", "bold"), f"  {record.message}  ", (ref, "dim"))
     )
     via = f"via {record.via}" if record.via and record.via not in record.summary else None
     details = [x for x in (via, record.note) if x]
     if details:
-        out.print(f"    [dim]{escape('; '.join(details))}[/dim]")
+        out.print(styled(("    " + "; ".join(details), "dim")))
     for change in record.files:
         counts = f"+{len(change.added)}" + (f" -{len(change.removed)}" if change.removed else "")
-        out.print(f"    {escape(change.path)}  {counts}")
+        out.print(f"    {change.path}  {counts}")
         if show_lines:
             for number, text in change.removed:
-                out.print(f"      [red]-{number}: {escape(text)}[/red]")
+                out.print(styled((f"      -{number}: {text}", "red")))
             for number, text in change.added:
-                out.print(f"      [green]+{number}: {escape(text)}[/green]")
+                out.print(styled((f"      +{number}: {text}", "green")))

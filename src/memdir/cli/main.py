@@ -62,6 +62,7 @@ COMMAND_MODULES = {
     "init": "memdir.cli.index_cmds",
     "log": "memdir.cli.log_cmds",
     "remember": "memdir.cli.serve_cmds",
+    "review": "memdir.cli.review_cmds",
     "search": "memdir.cli.search_cmds",
     "serve": "memdir.cli.serve_cmds",
     "status": "memdir.cli.index_cmds",

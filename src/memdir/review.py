@@ -1,0 +1,396 @@
+"""``memdir review``: what a person should look at once a week. It proposes; it never writes.
+
+The report (:class:`ReviewReport`), built from the memory files (MEMORY.md and ``memory/**``;
+session archives and extra paths are left out: transcripts and the person's own documents are
+not facts to settle):
+
+- **near duplicates**: two fact lines in different places whose words overlap (Jaccard over
+  :func:`memdir.text.similarity_tokens` ≥ :data:`DUPLICATE_JACCARD`), with both places; a
+  promoted MEMORY.md line and the daily note it came from are one fact, not a duplicate;
+- **likely contradictions**: two lines about the same subject (the words left when the value
+  is taken out overlap ≥ :data:`SUBJECT_JACCARD`) that give different values of one kind:
+  ports, versions, dates, owners (:data:`VALUE_PATTERNS`); a line giving two values of a kind,
+  or correcting one ("6380, not 6379", "no longer", "instead of"), is not read for a value;
+- **open todos** older than ``todo_days``: ``- [ ]`` items anywhere and the bullets of
+  MEMORY.md's Todos section; the age is the audit record that wrote the line, else the daily
+  log's date, else at least the time since the file last changed;
+- **MEMORY.md budget** (10,000 chars): person vs generated text and what dreaming evicts first;
+- **never recalled**: daily-log lines older than ``todo_days`` that no search has returned
+  (dreaming can only promote what searches recall);
+- **not indexed**: files changed since the last sync, indexed files that are gone, files the
+  index could not take (binary, too large…).
+
+Only pairs with at least one side changed within ``since`` are listed (all with ``since`` None).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from memdir.audit.provenance import Provenance
+from memdir.dreaming.budget import KEY_RE, BudgetUsage, budget_usage
+from memdir.dreaming.store import RecallEntry
+from memdir.errors import MemdirError
+from memdir.index.sync import DirtyState
+from memdir.markdown.sections import find_section, parse_sections
+from memdir.text import jaccard, similarity_tokens
+from memdir.workspace import MEMORY_FILE, Workspace, file_kind, is_daily_log
+
+DUPLICATE_JACCARD = 0.8
+SUBJECT_JACCARD = 0.5
+MIN_FACT_CHARS = 12
+MAX_LISTED = 50
+_SOURCE_RE = re.compile(r"<!-- memdir:promoted (\S+?)#L(\d+)-L(\d+) ")
+_SKIP_RE = re.compile(r"^\s*(?:#|<!--|```|\|)")
+_TODO_OPEN_RE = re.compile(r"^\s*[-*+] \[ \]\s+\S")
+_BULLET_RE = re.compile(r"^\s*[-*+]\s+\S")
+_SINCE_RE = re.compile(r"^(\d+)\s*([hdw])$")
+_CORRECTION_RE = re.compile(
+    r"\b(?:not|no longer|instead of|rather than|used to|formerly|previously)\b|不是|而非|以前", re.I
+)
+
+#: kind → patterns whose first group is the value. Chinese forms included.
+VALUE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "port": (
+        re.compile(r"\bports?\s*(?:is|=|:|of|to|on)?\s*(\d{2,5})\b", re.I),
+        re.compile(r"\b(?:listens?|runs?|served?|bound)\s+on\s+(?:port\s+)?(\d{2,5})\b", re.I),
+        re.compile(r"\b[a-z][\w.-]*:(\d{2,5})\b", re.I),
+        re.compile(r"端口\s*(?:是|为|:|：)?\s*(\d{2,5})"),
+    ),
+    "version": (
+        re.compile(r"\bv(\d+(?:\.\d+)+)\b", re.I),
+        re.compile(r"\bversion\s*(?:is|=|:)?\s*(\d+(?:\.\d+)*)\b", re.I),
+        re.compile(r"\b[A-Za-z][A-Za-z+#-]{1,20}\s(\d+\.\d+(?:\.\d+)*)\b"),
+        re.compile(r"版本\s*(?:是|为|:|：)?\s*v?(\d+(?:\.\d+)*)"),
+    ),
+    "date": (
+        re.compile(r"\b(\d{4}-\d{2}-\d{2})\b"),
+        re.compile(
+            r"\b((?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2})\b", re.I
+        ),
+    ),
+    "owner": (
+        re.compile(r"\b([A-Z][a-z]+)\s+(?:owns|maintains|is responsible for)\b"),
+        re.compile(r"\b(?:owned|maintained|run)\s+by\s+([A-Z][a-z]+)\b"),
+        re.compile(r"\bowner\s*(?:is|=|:)\s*([A-Z][a-z]+)\b", re.I),
+        re.compile(r"负责人\s*(?:是|为|:|：)?\s*(\S{2,4})"),
+    ),
+}
+_KIND_WORDS = {
+    "port": {"port", "ports", "listen", "listens", "run", "runs", "on", "端口"},
+    "version": {"version", "v", "版本"},
+    "date": set(),
+    "owner": {"owns", "own", "owner", "owned", "maintains", "maintained", "by", "负责人"},
+}
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One content line of a memory file."""
+
+    path: str
+    line: int
+    text: str
+    recent: bool
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "text": self.text, "citation": self.citation}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two places: a near duplicate (``kind`` empty) or a contradiction of ``kind``."""
+
+    a: Fact
+    b: Fact
+    similarity: float
+    kind: str = ""
+    values: tuple[str, str] = ("", "")
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"a": self.a.to_dict(), "b": self.b.to_dict()}
+        data["similarity"] = round(self.similarity, 3)
+        if self.kind:
+            data["kind"] = self.kind
+            data["values"] = list(self.values)
+        return data
+
+
+@dataclass(frozen=True)
+class Todo:
+    """An open todo and how old it is (``exact`` False: at least that old)."""
+
+    fact: Fact
+    age_days: int
+    exact: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.fact.to_dict(), "age_days": self.age_days, "age_exact": self.exact}
+
+
+@dataclass
+class ReviewReport:
+    """Everything ``memdir review`` proposes (see the module docstring)."""
+
+    since: str
+    duplicates: list[Pair] = field(default_factory=list)
+    contradictions: list[Pair] = field(default_factory=list)
+    todos: list[Todo] = field(default_factory=list)
+    budget: BudgetUsage | None = None
+    never_recalled: list[Fact] = field(default_factory=list)
+    not_indexed: list[dict[str, str]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "since": self.since,
+            "duplicates": [p.to_dict() for p in self.duplicates],
+            "contradictions": [p.to_dict() for p in self.contradictions],
+            "todos": [t.to_dict() for t in self.todos],
+            "budget": self.budget.to_dict() if self.budget is not None else None,
+            "never_recalled": [f.to_dict() for f in self.never_recalled],
+            "not_indexed": self.not_indexed,
+            "counts": self.counts,
+        }
+
+
+def parse_since(value: str | None, now: datetime) -> datetime | None:
+    """``7d`` / ``2w`` / ``12h`` / an ISO date → the start of the window; ``all`` → None.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if value is None or value.strip().lower() in ("", "all"):
+        return None
+    text = value.strip().lower()
+    match = _SINCE_RE.match(text)
+    if match:
+        n, unit = int(match.group(1)), match.group(2)
+        hours = {"h": 1, "d": 24, "w": 24 * 7}[unit] * n
+        return now - timedelta(hours=hours)
+    return datetime.fromisoformat(text)
+
+
+def fact_lines(path: str, lines: Sequence[str], recent: bool) -> list[Fact]:
+    """The lines of a file worth comparing: not blank, not headings, comments, fences or
+    tables, at least :data:`MIN_FACT_CHARS` characters."""
+    out = []
+    for n, text in enumerate(lines, 1):
+        if len(text.strip()) < MIN_FACT_CHARS or _SKIP_RE.match(text):
+            continue
+        out.append(Fact(path, n, text.rstrip(), recent))
+    return out
+
+
+def near_duplicates(facts: Sequence[Fact], threshold: float = DUPLICATE_JACCARD) -> list[Pair]:
+    """Pairs of facts in different places whose words overlap ≥ ``threshold``; at least one
+    recent; a promoted line and its source are not a pair."""
+    tokens = [similarity_tokens(_words(f.text)) for f in facts]
+    pairs = []
+    for i, j in _candidate_pairs(tokens, threshold):
+        a, b = facts[i], facts[j]
+        if not (a.recent or b.recent) or _promoted_from(a, b) or _promoted_from(b, a):
+            continue
+        small, large = sorted((len(tokens[i]), len(tokens[j])))
+        if small < threshold * large:
+            continue
+        score = jaccard(tokens[i], tokens[j])
+        if score >= threshold:
+            pairs.append(Pair(a, b, score))
+    return sorted(pairs, key=lambda p: -p.similarity)
+
+
+def contradictions(facts: Sequence[Fact]) -> list[Pair]:
+    """Pairs that give different values of one kind about the same subject (at least one
+    recent)."""
+    by_kind: dict[str, list[tuple[Fact, str, frozenset[str]]]] = defaultdict(list)
+    for fact in facts:
+        words = _words(fact.text)
+        if _CORRECTION_RE.search(words):
+            continue
+        for kind, patterns in VALUE_PATTERNS.items():
+            values = {m.group(1).lower() for p in patterns for m in p.finditer(words)}
+            if len(values) != 1:
+                continue  # none, or two values in one line ("6380, not 6379")
+            value = values.pop()
+            subject = similarity_tokens(words) - similarity_tokens(value) - _KIND_WORDS[kind]
+            if subject:
+                by_kind[kind].append((fact, value, frozenset(subject)))
+    pairs = []
+    for kind, items in by_kind.items():
+        for i, j in _candidate_pairs([s for _, _, s in items], SUBJECT_JACCARD):
+            (a, va, sa), (b, vb, sb) = items[i], items[j]
+            if va == vb or not (a.recent or b.recent) or a.citation == b.citation:
+                continue
+            if _promoted_from(a, b) or _promoted_from(b, a):
+                continue
+            score = jaccard(sa, sb)
+            if score >= SUBJECT_JACCARD:
+                pairs.append(Pair(a, b, score, kind, (va, vb)))
+    return sorted(pairs, key=lambda p: -p.similarity)
+
+
+def open_todos(
+    candidates: Iterable[tuple[Fact, datetime | None, datetime]], now: datetime, days: int
+) -> list[Todo]:
+    """Todos older than ``days``, oldest first, from (fact, when it was written if known, when
+    its file last changed)."""
+    out = []
+    for fact, written, changed in candidates:
+        exact = written is not None
+        age = (now - (written or changed)).days
+        if age > days:
+            out.append(Todo(fact, age, exact))
+    return sorted(out, key=lambda t: -t.age_days)
+
+
+def is_open_todo(text: str) -> bool:
+    return bool(_TODO_OPEN_RE.match(text))
+
+
+def is_bullet(text: str) -> bool:
+    return bool(_BULLET_RE.match(text)) and "[x]" not in text.lower()[:8]
+
+
+def never_recalled(
+    facts: Sequence[Fact], entries: Sequence[RecallEntry], now: datetime, days: int
+) -> list[Fact]:
+    """Daily-log bullets older than ``days`` that no recall entry covers, oldest first."""
+    covered: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for entry in entries:
+        covered[entry.path].append((entry.start_line, entry.end_line))
+    out = []
+    for fact in facts:
+        day = is_daily_log(fact.path)
+        if day is None or not _BULLET_RE.match(fact.text):
+            continue
+        if (now - datetime.fromisoformat(day)).days <= days:
+            continue
+        if not any(s <= fact.line <= e for s, e in covered.get(fact.path, ())):
+            out.append(fact)
+    return sorted(out, key=lambda f: (f.path, f.line))
+
+
+def build_review(
+    workspace: Workspace,
+    *,
+    provenance: Provenance,
+    recalls: Sequence[RecallEntry],
+    dirty: DirtyState,
+    file_warnings: dict[str, str],
+    now: datetime,
+    since: datetime | None,
+    since_label: str,
+    todo_days: int,
+) -> ReviewReport:
+    """Read the memory files and assemble the report (see the module docstring)."""
+    report = ReviewReport(since_label)
+    facts: list[Fact] = []
+    todos: list[tuple[Fact, datetime | None, datetime]] = []
+    memory_text = ""
+    for entry in workspace.iter_files():
+        kind = file_kind(entry.path)
+        if entry.source != "memory" or kind not in ("memory", "daily", "topic"):
+            continue
+        try:
+            text = workspace.read_file(entry.path).decode("utf-8", "replace")
+        except (OSError, MemdirError):
+            continue
+        changed = datetime.fromtimestamp(entry.mtime_ns / 1e9) if entry.mtime_ns > 0 else now
+        day = is_daily_log(entry.path)
+        recent = since is None or changed >= since
+        if day is not None and since is not None:
+            recent = datetime.fromisoformat(day) >= since.replace(hour=0, minute=0, second=0)
+        lines = text.splitlines()
+        if entry.path == MEMORY_FILE:
+            memory_text = text
+        file_facts = fact_lines(entry.path, lines, recent)
+        facts.extend(file_facts)
+        todo_lines = _todo_section(lines) if entry.path == MEMORY_FILE else set()
+        for fact in file_facts:
+            if is_open_todo(fact.text) or (fact.line in todo_lines and is_bullet(fact.text)):
+                written = provenance.written_time(fact.path, fact.text)
+                if written is None and day is not None:
+                    written = datetime.fromisoformat(day)
+                when = written.replace(tzinfo=None) if written is not None else None
+                todos.append((fact, when, changed))
+    report.duplicates = near_duplicates(facts)[:MAX_LISTED]
+    report.contradictions = contradictions(facts)[:MAX_LISTED]
+    report.todos = open_todos(todos, now, todo_days)[:MAX_LISTED]
+    report.budget = budget_usage(memory_text)
+    report.never_recalled = never_recalled(facts, recalls, now, todo_days)
+    report.not_indexed = [
+        *({"path": e.path, "why": "changed since the last sync"} for e in dirty.changed),
+        *({"path": p, "why": "indexed, but the file is gone"} for p in dirty.deleted),
+        *({"path": p, "why": w} for p, w in sorted(file_warnings.items())),
+    ]
+    report.counts = {
+        "facts": len(facts),
+        "duplicates": len(report.duplicates),
+        "contradictions": len(report.contradictions),
+        "todos": len(report.todos),
+        "never_recalled": len(report.never_recalled),
+        "not_indexed": len(report.not_indexed),
+    }
+    report.never_recalled = report.never_recalled[:MAX_LISTED]
+    return report
+
+
+def _todo_section(lines: list[str]) -> set[int]:
+    """1-based numbers of the lines in MEMORY.md's Todos section."""
+    text = "\n".join(lines) + "\n"
+    found = find_section(parse_sections(text), "todos")
+    if found is None:
+        return set()
+    return set(range(found.heading_line + 2, found.end + 1))
+
+
+def _candidate_pairs(
+    tokens: Sequence[frozenset[str]], threshold: float
+) -> Iterable[tuple[int, int]]:
+    """Index pairs that may reach Jaccard ``threshold`` (prefix filtering: with the words of
+    every set in one global order, rarest first, two sets that overlap that much share a word
+    among the first ``n - ceil(threshold·n) + 1`` of each)."""
+    frequency: dict[str, int] = defaultdict(int)
+    for words in tokens:
+        for word in words:
+            frequency[word] += 1
+    posting: dict[str, list[int]] = defaultdict(list)
+    for i, words in enumerate(tokens):
+        prefix = len(words) - math.ceil(threshold * len(words)) + 1
+        for word in sorted(words, key=lambda w: (frequency[w], w))[:prefix]:
+            posting[word].append(i)
+    seen: set[tuple[int, int]] = set()
+    for ids in posting.values():
+        for x, i in enumerate(ids):
+            for j in ids[x + 1 :]:
+                if (i, j) not in seen:
+                    seen.add((i, j))
+                    yield i, j
+
+
+def _words(text: str) -> str:
+    """A line without its promotion marker and list marker."""
+    return re.sub(r"^\s*[-*+]\s+(?:\[[ xX]\]\s+)?", "", KEY_RE.sub("", text)).strip()
+
+
+def _promoted_from(line: Fact, source: Fact) -> bool:
+    """Whether ``line`` (in MEMORY.md) was promoted from ``source``'s lines."""
+    if line.path != MEMORY_FILE:
+        return False
+    match = _SOURCE_RE.search(line.text)
+    return (
+        match is not None
+        and match.group(1) == source.path
+        and int(match.group(2)) <= source.line <= int(match.group(3))
+    )
