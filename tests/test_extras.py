@@ -19,8 +19,8 @@ def test_the_hint_table_matches_pyproject() -> None:
     for extra, packages in EXTRA_PACKAGES.items():
         declared = [(req.split(";")[0].strip(), "Linux" in req) for req in extras[extra]]
         assert list(packages) == declared
-    # Every runtime extra that brings packages has a hint (mcp is a no-op alias now).
-    assert extras["mcp"] == []
+    # Every runtime extra that brings packages has a hint (mcp and ui are no-op aliases now).
+    assert extras["mcp"] == [] and extras["ui"] == []
     brings = {name for name, reqs in extras.items() if reqs and name not in ("all", "dev")}
     assert brings == set(EXTRA_PACKAGES)
 

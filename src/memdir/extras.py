@@ -16,7 +16,6 @@ import sys
 EXTRA_PACKAGES: dict[str, tuple[tuple[str, bool], ...]] = {
     "vec": (("sqlite-vec>=0.1.6", False), ("pysqlite3-binary>=0.5", True)),
     "anthropic": (("anthropic>=0.40", False),),
-    "ui": (("starlette>=0.40", False), ("uvicorn>=0.30", False), ("jinja2>=3.1", False)),
     "postgres": (("psycopg[binary]>=3.1", False), ("pgvector>=0.3", False)),
 }
 

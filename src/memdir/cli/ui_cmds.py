@@ -10,10 +10,11 @@ import click
 from memdir.cli.common import stdout
 from memdir.cli.main import cli
 from memdir.errors import ProviderUnavailable
-from memdir.extras import install_hint
 from memdir.memory import Memory
 
-UI_HINT = install_hint("ui")
+#: Starlette, uvicorn and Jinja2 are default dependencies: an install that lost one gets them
+#: back with this.
+UI_HINT = "pip install 'starlette>=0.40' 'uvicorn>=0.30' 'jinja2>=3.1' (or reinstall memdir)"
 
 
 @cli.command("ui")
@@ -56,8 +57,6 @@ def ui_command(
     Search with each score's parts, the files with line anchors, the index, dreaming (recall
     counts, factor scores, gates, the MEMORY.md budget, a preview) and the history of automatic
     writes. Read-only unless --writable; listens on 127.0.0.1 only unless --allow-remote.
-    Needs Starlette, uvicorn and Jinja2 (the 'ui' extra; in a memdir checkout:
-    pip install '.[ui]').
     """
     try:
         from memdir.ui.server import plan, serve

@@ -3,7 +3,7 @@
 Pages (each with a JSON twin under ``/api/``): search with each score's parts, the workspace's
 files with line anchors, the index's state, dreaming (recall counts, factor scores, gates, the
 MEMORY.md budget, a preview and, when allowed, a confirmed apply) and the history of automatic
-writes. Built on Starlette, uvicorn and Jinja2 (the ``ui`` extra), over the same
+writes. Built on Starlette, uvicorn and Jinja2 (all in the default install), over the same
 :class:`~memdir.memory.Memory` as the CLI and the MCP server.
 """
 
