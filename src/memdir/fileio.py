@@ -233,6 +233,17 @@ def clean_stale_temp_files(folders: list[Path], *, older_than: float = STALE_TEM
     return removed
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (for stale lock and temp files)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def _read_all(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
     chunks = []

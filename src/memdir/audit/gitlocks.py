@@ -14,6 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from memdir.fileio import pid_alive
+
 LOCK_MARKER = "audit/git-locks.json"
 
 
@@ -26,7 +28,7 @@ def clear_stale_locks(state_dir: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     pid = int(note.get("pid", 0))
-    if pid and pid != os.getpid() and _alive(pid):
+    if pid and pid != os.getpid() and pid_alive(pid):
         return []  # still running (it cannot be: we hold the workspace lock), leave it
     removed = []
     since = float(note.get("time", 0)) - 1
@@ -54,13 +56,3 @@ def clear_stale_locks(state_dir: Path) -> list[str]:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(marker)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -35,6 +35,7 @@ from filelock import FileLock, Timeout
 from memdir.config import memdir_home
 from memdir.embeddings.base import Vectors
 from memdir.errors import IndexStoreError
+from memdir.fileio import pid_alive
 from memdir.index.base import IndexBackend, LifecycleOptions
 from memdir.index.sqlite.schema import SCHEMA_VERSION
 from memdir.index.sqlite.store import SqliteStore
@@ -284,22 +285,12 @@ def clean_stale_rebuilds(folder: Path) -> list[str]:
             continue
         try:
             old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_REBUILD_S
-            if old or not _alive(int(match.group(1))):
+            if old or not pid_alive(int(match.group(1))):
                 os.unlink(entry.path)
                 removed.append(entry.name)
         except OSError:
             continue
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _drop_old_copies(folder: Path) -> None:
