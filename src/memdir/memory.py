@@ -408,6 +408,7 @@ class Memory:
                 **dict(skipped),
             },
             "notes": [*self.notes, *self.index.notes],
+            "audit": self.audit_status(),
         }
 
     # -- writing --------------------------------------------------------------------------

@@ -147,6 +147,13 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     ]
     if not info["identity_current"]:
         rows.append(("identity", "changed: the next index or search rebuilds the index"))
+    audit = info["audit"]
+    trail = (
+        f"git commits in {audit['repository']}" if audit["kind"] == "git" else str(audit["file"])
+    )
+    if audit["pending"]:
+        trail += f" ({audit['pending']} interrupted write(s) to record: run memdir log)"
+    rows.append(("audit trail", trail))
     rows.append(
         (
             "chat tools",
