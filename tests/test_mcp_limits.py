@@ -11,10 +11,9 @@ import time
 import pytest
 
 from memdir.errors import MemdirError, PathNotAllowed
-from memdir.mcp_server import MAX_GET_CHARS, MAX_REPLY_CHARS, MemoryTools, cap_reply
+from memdir.mcp_server import MAX_REPLY_CHARS, MemoryTools, cap_reply
+from memdir.tools import MAX_GET_CHARS
 from tests.helpers import write
-
-pytest.importorskip("mcp", reason="the MCP SDK is an extra: pip install 'memdir[mcp]'")
 
 
 def test_a_big_get_is_capped_and_can_be_read_on(memory, workspace) -> None:
@@ -22,24 +21,26 @@ def test_a_big_get_is_capped_and_can_be_read_on(memory, workspace) -> None:
     write(workspace, "memory/big.md", "\n".join(lines) + "\n")
     tools = MemoryTools(memory)
     first = tools.call("memory_get", {"path": "memory/big.md"})
-    assert len(first["text"]) <= MAX_GET_CHARS and first["text"].endswith("\n")
-    assert first["next_from"] == first["lines"] + 1 and "from=" in first["truncated"]
+    assert len(first["text"]) <= MAX_GET_CHARS and first["truncated"] is True
+    assert first["next_from"] == first["lines"] + 1
+    assert f'"from": {first["next_from"]}' in first["note"]
     second = tools.call("memory_get", {"path": "memory/big.md", "from": first["next_from"]})
-    joined = first["text"] + second["text"]
+    joined = first["text"] + "\n" + second["text"]
     assert joined.splitlines() == lines[: len(joined.splitlines())]
 
 
 def test_a_small_get_is_untouched(memory, workspace) -> None:
     write(workspace, "memory/small.md", "one\ntwo\n")
     reply = MemoryTools(memory).call("memory_get", {"path": "memory/small.md"})
-    assert reply["text"] == "one\ntwo\n" and "truncated" not in reply
+    assert reply["text"] == "one\ntwo" and reply["lines"] == 2 and "truncated" not in reply
 
 
 def test_search_replies_are_capped() -> None:
     data = {"results": [{"snippet": "s" * 5_000} for _ in range(40)], "warnings": []}
     capped = cap_reply("memory_search", data)
     assert len(json.dumps(capped)) <= MAX_REPLY_CHARS
-    assert 0 < len(capped["results"]) < 40 and "max_results" in capped["truncated"]
+    assert 0 < len(capped["results"]) < 40 and capped["truncated"] is True
+    assert "max_results" in capped["note"]
 
 
 def test_a_fifo_get_fails_fast_and_the_rest_keeps_working(memory, workspace) -> None:

@@ -93,6 +93,9 @@ def test_tools_are_listed_with_schemas_and_annotations(ws: Path, isolated_env: P
                 "todos",
             ]
             assert "before answering" in (search.description or "").lower()
+            # The descriptions state this server's configuration (the defaults here).
+            assert "up to 6 snippets" in (search.description or "")
+            assert search.input_schema["properties"]["max_results"]["maximum"] == 50
             for tool in (search, get):
                 assert tool.annotations is not None and tool.annotations.read_only_hint is True
             assert write_.annotations is not None
@@ -104,6 +107,9 @@ def test_tools_are_listed_with_schemas_and_annotations(ws: Path, isolated_env: P
 
 
 def test_every_tool_answers_and_errors_are_tool_errors(ws: Path, isolated_env: Path) -> None:
+    write(ws, "memory/export.md", "".join(f"- exported line {n}\n" for n in range(1, 30_001)))
+    (ws / "memory" / "blob.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(300_000))
+
     async def main() -> None:
         async with session(ws, isolated_env) as client:
             error, data = await call(client, "memory_search", query="redis port", max_results=3)
@@ -118,6 +124,14 @@ def test_every_tool_answers_and_errors_are_tool_errors(ws: Path, isolated_env: P
             assert not error and data["text"] == "# 2026-11-28" and data["total_lines"] == 2
             error, data = await call(client, "memory_get", path="memory/2020-01-01.md")
             assert not error and data == {**data, "text": "", "exists": False}
+
+            # One call returns a page, and says how to read on; a binary file is refused.
+            error, data = await call(client, "memory_get", path="memory/export.md")
+            assert not error and data["lines"] == 400 and data["total_lines"] == 30_000
+            assert data["truncated"] is True and data["next_from"] == 401
+            assert '"from": 401' in data["note"]
+            error, message = await call(client, "memory_get", path="memory/blob.md")
+            assert error and "binary file" in message
 
             error, data = await call(client, "memory_search", query="")
             assert not error and data["results"] == []

@@ -102,6 +102,11 @@ class ChunkingConfig:
             )
 
 
+#: The most results one search returns, for every caller: the library, the CLI, the MCP server,
+#: the chat agent, the web page (the tool contract, :mod:`memdir.tools`, states it to models).
+MAX_RESULTS = 50
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """Hybrid search defaults (SPEC §5)."""
@@ -136,8 +141,8 @@ class SearchConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        if self.max_results < 1:
-            problems.append("max_results ≥ 1")
+        if not 1 <= self.max_results <= MAX_RESULTS:
+            problems.append(f"1 ≤ max_results ≤ {MAX_RESULTS}")
         if self.candidate_multiplier < 1 or self.max_candidates < 1:
             problems.append("candidate_multiplier and max_candidates ≥ 1")
         if self.vector_weight < 0 or self.text_weight < 0:

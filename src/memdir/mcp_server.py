@@ -1,7 +1,8 @@
 """The MCP server (``memdir serve``): ``memory_search``, ``memory_get`` and ``memory_write`` over
 stdio, with the resources ``memory://MEMORY.md`` and ``memory://today`` (SPEC §9).
 
-A thin adapter: :class:`MemoryTools` checks a tool call's arguments and calls :class:`Memory`;
+A thin adapter: the tools are the contract of :mod:`memdir.tools` (names, descriptions, schemas,
+limits, and how a call runs), which :class:`MemoryTools` serves over one :class:`Memory`;
 :func:`build_server` wires it to the official MCP Python SDK (a default dependency,
 imported only when a server is built). A tool that fails answers with an MCP tool error
 (``isError``) carrying memdir's one-line message; the server keeps running.
@@ -14,8 +15,8 @@ Robustness (issue 14): every call has a time limit (:data:`CALL_TIMEOUT_S`; a ca
 answers with an error while its work finishes in the background); calls that use the index
 (search, write) take a lock shared with the file watcher, but wait for it only that long, and
 ``memory_get`` (a plain file read) takes no lock at all, so one slow call cannot stall the
-others; every reply is capped (:data:`MAX_REPLY_CHARS`, :data:`MAX_GET_CHARS`) with a note on
-how to read on.
+others; every reply is capped (:data:`MAX_REPLY_CHARS`; ``memory_get`` pages by the contract's
+limits, resources at :data:`~memdir.tools.MAX_GET_CHARS`) with a note on how to read on.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memdir import __version__
 from memdir.clock import now
 from memdir.errors import MemdirError, PathNotAllowed, ProviderUnavailable
-from memdir.lifecycle.write import MAX_TEXT_CHARS, SECTIONS, TARGETS
-from memdir.memory import MAX_QUERY_CHARS, Memory
+from memdir.memory import Memory
+from memdir.tools import MAX_GET_CHARS, SERVER_INSTRUCTIONS, call_tool, memory_tools
 from memdir.watch import WorkspaceWatcher, retry_when_busy
 from memdir.workspace import MEMORY_DIR, MEMORY_FILE
 
@@ -55,143 +56,8 @@ _RESOURCES = {  # uri: (name, title, description)
     TODAY_URI: ("today", "Today's daily log", "memory/YYYY-MM-DD.md for today."),
 }
 
-INSTRUCTIONS = (
-    "memdir is the user's long-term memory: plain Markdown notes (MEMORY.md for curated facts, "
-    "memory/YYYY-MM-DD.md daily logs, topic notes, skills). Before answering anything about "
-    "prior work, decisions, dates, people, preferences or todos, call memory_search and cite "
-    "what you use (path#Lstart-Lend); read more with memory_get. When something worth keeping "
-    "comes up, save it with memory_write as one short, self-contained sentence."
-)
-
-_SEARCH_DESCRIPTION = (
-    "Search the user's long-term memory (Markdown notes: {files}). Call this BEFORE answering "
-    "any question about prior work, decisions, dates, people, preferences or todos, instead of "
-    "guessing. Returns the best-matching snippets, each with path, start_line, end_line, a "
-    "score from 0 to 1 and a citation 'path#Lstart-Lend' to quote; read more lines around a hit "
-    "with memory_get. English and Chinese both work; a few keywords or a short question are "
-    "best. No results means nothing relevant is stored."
-)
-_GET_DESCRIPTION = (
-    "Read a memory file, or some of its lines, usually after memory_search pointed at it. "
-    "path is workspace-relative: {files}. Use from (1-based first line) and lines (how many) to "
-    "read only the part around a search hit. A file that does not exist yet returns empty text, "
-    "not an error."
-)
-_WRITE_DESCRIPTION = (
-    "Save one durable fact to long-term memory so a later session can find it with "
-    "memory_search. Write one short, self-contained sentence that keeps exact names, numbers, "
-    "paths and dates (e.g. 'The staging database listens on port 5433'), not a chat summary. "
-    "By default the fact is appended to today's daily log (memory/YYYY-MM-DD.md): use it for "
-    "what happened, was done or was said today.{memory_part} A fact already stored is skipped "
-    "and the answer says so. Never store secrets such as passwords or API keys."
-)
-_WRITE_MEMORY_PART = (
-    " For a stable fact worth keeping for good, give a section of MEMORY.md (target then "
-    "defaults to 'memory'): preferences (how the user likes things done), decisions (what was "
-    "decided and why), lessons (what went wrong and how to avoid it), facts (names, hosts, "
-    "ports, versions, paths), todos (open tasks)."
-)
-
-
-def tool_definitions(scope: str = "private") -> list[dict[str, Any]]:
-    """The three tools as plain data: name, title, description, input schema, annotations."""
-    private = scope == "private"
-    files = (
-        "MEMORY.md, memory/YYYY-MM-DD.md daily logs, memory/<topic>.md, skills/<name>/SKILL.md"
-        if private
-        else "memory/YYYY-MM-DD.md daily logs, memory/<topic>.md, skills/<name>/SKILL.md; "
-        "MEMORY.md is not available in this shared session"
-    )
-    write_properties = {
-        "text": _prop(
-            "string", "The fact: one sentence (newlines become spaces).", maxLength=MAX_TEXT_CHARS
-        ),
-        "target": _prop(
-            "string",
-            "daily: today's log (default); memory: a section of MEMORY.md.",
-            enum=list(TARGETS) if private else ["daily"],
-        ),
-    }
-    if private:
-        write_properties["section"] = _prop(
-            "string", "The MEMORY.md section (implies target 'memory').", enum=list(SECTIONS)
-        )
-    read_only = {"read_only_hint": True, "idempotent_hint": True}
-    search = {
-        "query": _prop("string", "Keywords or a short question.", maxLength=MAX_QUERY_CHARS),
-        "max_results": _prop(
-            "integer", "How many snippets at most (default 6).", minimum=1, maximum=50
-        ),
-        "min_score": _prop(
-            "number", "Drop results below this score (default 0.35).", minimum=0, maximum=1
-        ),
-    }
-    get = {
-        "path": _prop("string", "Workspace-relative path, e.g. memory/2026-11-28.md."),
-        "from": _prop("integer", "First line to return (1-based; default 1).", minimum=1),
-        "lines": _prop("integer", "How many lines (default: to the end of the file).", minimum=1),
-    }
-    write_notes = _WRITE_MEMORY_PART if private else ""
-    return [
-        _tool(
-            "memory_search",
-            "Search memory",
-            _SEARCH_DESCRIPTION.format(files=files),
-            search,
-            ["query"],
-            read_only,
-        ),
-        _tool(
-            "memory_get",
-            "Read a memory file",
-            _GET_DESCRIPTION.format(files=files),
-            get,
-            ["path"],
-            read_only,
-        ),
-        _tool(
-            "memory_write",
-            "Remember a fact",
-            _WRITE_DESCRIPTION.format(memory_part=write_notes),
-            write_properties,
-            ["text"],
-            {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False},
-        ),
-    ]
-
-
-def _prop(kind: str, description: str, **constraints: Any) -> dict[str, Any]:
-    return {"type": kind, "description": description, **constraints}
-
-
-def _tool(
-    name: str,
-    title: str,
-    description: str,
-    properties: dict[str, Any],
-    required: list[str],
-    annotations: dict[str, bool],
-) -> dict[str, Any]:
-    schema = {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-    return {
-        "name": name,
-        "title": title,
-        "description": description,
-        "input_schema": schema,
-        "annotations": annotations,
-    }
-
-
-_ALL_ARGUMENTS = {d["name"]: tuple(d["input_schema"]["properties"]) for d in tool_definitions()}
 #: Seconds a tool call may take, waiting for the index lock included.
 CALL_TIMEOUT_S = 30.0
-#: The most characters of text one ``memory_get`` reply or resource read carries.
-MAX_GET_CHARS = 50_000
 #: The most characters of JSON any other reply carries.
 MAX_REPLY_CHARS = 60_000
 #: Tools that only read files, never the shared index: they run without the lock.
@@ -218,39 +84,26 @@ class MemoryTools:
         self.memory = memory
         self.lock = lock if lock is not None else threading.Lock()
         self.timeout = timeout
-        self._tools: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
-            "memory_search": self._search,
-            "memory_get": self._get,
-            "memory_write": self._write,
-        }
-        self._definitions = {d["name"]: d for d in tool_definitions(memory.scope)}
+        self.specs = memory_tools(memory.config.search, private=memory.scope == "private")
 
     @property
     def private(self) -> bool:
         return self.memory.scope == "private"
 
     def definitions(self) -> list[dict[str, Any]]:
-        return list(self._definitions.values())
+        """The tools as plain data (name, title, description, input schema, annotations)."""
+        return [spec.to_dict() for spec in self.specs]
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Run tool ``name``; returns its JSON-ready result.
+        """Run tool ``name`` (see :func:`memdir.tools.call_tool`); returns its JSON-ready
+        result, within the time limit and the reply cap.
 
         Raises:
-            MemdirError: unknown tool, invalid arguments, or what :class:`Memory` raised.
+            MemdirError: unknown tool, invalid arguments, what :class:`Memory` raised, or the
+                time limit passed.
         """
-        tool = self._tools.get(name)
-        if tool is None:
-            raise MemdirError(f"unknown tool {name!r}: use {', '.join(self._tools)}")
-        args = dict(arguments or {})
-        # Checked against the private schema, so that in a shared session a MEMORY.md section
-        # is refused by Memory with the reason, not as an unknown argument.
-        allowed = _ALL_ARGUMENTS[name]
-        unknown = sorted(set(args) - set(allowed))
-        if unknown:
-            raise MemdirError(
-                f"{name}: unknown argument(s) {', '.join(unknown)}; accepted: {', '.join(allowed)}"
-            )
-        job = partial(retry_when_busy, partial(tool, args))
+        run = partial(call_tool, self.memory, name, arguments, via=f"MCP {name}")
+        job = partial(retry_when_busy, run)
         if name not in _LOCK_FREE:
             job = partial(self._locked, name, job)
         return cap_reply(name, run_with_timeout(job, self.timeout, name))
@@ -265,36 +118,6 @@ class MemoryTools:
             return job()
         finally:
             self.lock.release()
-
-    def _search(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        min_score = _arg(args, "min_score", float)
-        if min_score is not None and not 0.0 <= min_score <= 1.0:
-            raise MemdirError("'min_score' must be between 0 and 1")
-        response = self.memory.search(
-            _arg(args, "query", str, required=True),
-            max_results=_arg(args, "max_results", int),
-            min_score=min_score,
-        )
-        return response.to_dict()
-
-    def _get(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        result = self.memory.get(
-            _arg(args, "path", str, required=True),
-            from_line=_arg(args, "from", int),
-            lines=_arg(args, "lines", int),
-        )
-        return result.to_dict()
-
-    def _write(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        section = _arg(args, "section", str)
-        target = _arg(args, "target", str) or ("memory" if section is not None else "daily")
-        result = self.memory.write(
-            _arg(args, "text", str, required=True),
-            target=target,
-            section=section,
-            via="MCP memory_write",
-        )
-        return result.to_dict()
 
     # -- resources ------------------------------------------------------------------------
 
@@ -333,29 +156,6 @@ class MemoryTools:
         )
 
 
-_KINDS: dict[type, tuple[tuple[type, ...], str]] = {
-    str: ((str,), "a string"),
-    int: ((int,), "an integer"),
-    float: ((int, float), "a number"),
-}
-
-
-def _arg(args: Mapping[str, Any], name: str, kind: type, *, required: bool = False) -> Any:
-    """``args[name]`` checked to be of ``kind`` (str, int or float), or None when absent."""
-    value: Any = args.get(name)
-    if value is None:
-        if required:
-            raise MemdirError(f"missing argument {name!r}")
-        return None
-    if kind is int and isinstance(value, float) and value.is_integer():
-        value = int(value)
-    accepted, label = _KINDS[kind]
-    if isinstance(value, bool) or not isinstance(value, accepted):
-        raise MemdirError(f"{name!r} must be {label}, not {type(value).__name__}")
-    checked: Any = value  # isinstance with a tuple of types narrows to object
-    return float(checked) if kind is float else checked
-
-
 def run_with_timeout(fn: Callable[[], T], seconds: float, name: str) -> T:
     """``fn()`` on its own thread, waited for at most ``seconds``.
 
@@ -385,18 +185,10 @@ def run_with_timeout(fn: Callable[[], T], seconds: float, name: str) -> T:
 
 
 def cap_reply(name: str, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` within the reply caps, with ``truncated`` saying how to read on."""
-    if name == "memory_get" and len(data.get("text", "")) > MAX_GET_CHARS:
-        text = data["text"]
-        shown = _cut_at_line(text, MAX_GET_CHARS)
-        lines = shown.count("\n") + (0 if shown.endswith("\n") else 1)
-        next_from = data["from"] + lines
-        data = {**data, "text": shown, "lines": lines, "next_from": next_from}
-        data["truncated"] = (
-            f"only lines {data['from']}-{next_from - 1} of {data['total_lines']} are shown (a "
-            f"reply carries at most {MAX_GET_CHARS:,} characters): read on with from={next_from}"
-        )
-        return data
+    """``data`` within the reply caps, with ``truncated`` and a ``note`` saying how to read on.
+
+    ``memory_get`` pages by itself (the contract's limits); a search answer loses its last
+    results until it fits."""
     if len(json.dumps(data, ensure_ascii=False)) <= MAX_REPLY_CHARS or "results" not in data:
         return data
     results = list(data["results"])
@@ -407,7 +199,8 @@ def cap_reply(name: str, data: dict[str, Any]) -> dict[str, Any]:
         results.pop()
     left_out = len(data["results"]) - len(results)
     data["results"] = results
-    data["truncated"] = (
+    data["truncated"] = True
+    data["note"] = (
         f"{left_out} more result(s) left out to keep the reply under {MAX_REPLY_CHARS:,} "
         "characters: ask for fewer with max_results, or read a hit with memory_get"
     )
@@ -474,7 +267,7 @@ def build_server(
         requested()
         return types.ListToolsResult(tools=listed_tools)
 
-    async def call_tool(
+    async def run_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         requested()
@@ -522,9 +315,9 @@ def build_server(
         "memdir",
         version=__version__,
         title="memdir long-term memory",
-        instructions=INSTRUCTIONS,
+        instructions=SERVER_INSTRUCTIONS,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        on_call_tool=run_tool,
         on_list_resources=list_resources,
         on_read_resource=read_resource,
     )

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memdir.clock import now
-from memdir.config import Config, default_workspace, index_url, load_config
+from memdir.config import MAX_RESULTS, Config, default_workspace, index_url, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
@@ -218,8 +218,8 @@ class Memory:
         """
         if len(query) > MAX_QUERY_CHARS:
             raise QueryError(f"query is {len(query)} chars; the limit is {MAX_QUERY_CHARS}")
-        if max_results is not None and max_results < 1:
-            raise QueryError("max_results must be at least 1")
+        if max_results is not None and not 1 <= max_results <= MAX_RESULTS:
+            raise QueryError(f"max_results must be from 1 to {MAX_RESULTS}")
         report = self.index.refresh()
         response = run_search(
             self.index,
@@ -275,7 +275,8 @@ class Memory:
         """``memory_get``: the text of a memory file, or a line range of it (SPEC §6).
 
         Raises:
-            PathNotAllowed: the path is outside the memory files, or hidden in shared scope.
+            PathNotAllowed: the path is outside the memory files, hidden in shared scope, or a
+                binary file (one the indexer skips as binary or binary-like).
             QueryError: ``from_line`` or ``lines`` is below 1.
         """
         if from_line is not None and from_line < 1:
@@ -646,7 +647,11 @@ def _read_lines(
         return GetResult(shown, "", from_line or 1, 0, 0, exists=False)
     except OSError as exc:
         raise WorkspaceError(f"{asked}: cannot be read ({exc.strerror})") from exc
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    text, warning = decode_markdown(data, asked)  # the indexer's verdict and its text
+    if text is None:
+        raise PathNotAllowed(
+            f"{asked}: not a Markdown note, memdir does not index or show it ({warning})"
+        )
     all_lines = text.split("\n")
     if text.endswith("\n"):
         all_lines.pop()

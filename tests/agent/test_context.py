@@ -19,6 +19,8 @@ from memdir.agent.context import (
     recall_for,
     truncate_middle,
 )
+from memdir.config import SearchConfig
+from memdir.tools import memory_tools
 from memdir.workspace import Workspace
 from tests.helpers import write
 
@@ -27,23 +29,32 @@ SECRET = "The owner's bank PIN hint is 'blue heron'."
 
 def test_private_prompt_has_agents_user_then_memory_in_order(workspace):
     write(workspace, "MEMORY.md", f"# Memory\n\n## Preferences\n- {SECRET}\n")
-    prompt = build_system_prompt(Workspace(workspace), private=True)
+    tools = memory_tools(SearchConfig(max_results=4, min_score=0.5), private=True)
+    prompt = build_system_prompt(Workspace(workspace), private=True, tools=tools)
     positions = [prompt.index(f"# {name}\n") for name in ("AGENTS.md", "USER.md", "MEMORY.md")]
     assert positions == sorted(positions)
     assert SECRET in prompt
     assert "memory_search" in prompt and "memory_write" in prompt
+    # The text protocol lists each tool as the contract describes it, config included.
+    for tool in tools:
+        assert f"- {tool.name} {tool.signature()}: {tool.description}" in prompt
+    assert "up to 4 snippets" in prompt and "below 0.5" in prompt
+    native = build_system_prompt(Workspace(workspace), private=True, tools=tools, native_tools=True)
+    assert "memory_search, memory_get, memory_write" in native
+    assert tools[0].description not in native  # it travels with the tool definitions
 
 
 def test_shared_session_never_sees_memory_md_or_user_md(workspace):
     write(workspace, "MEMORY.md", f"# Memory\n\n## Preferences\n- {SECRET}\n")
     write(workspace, "USER.md", "# User\n\nName: Li Wei, lives in Hangzhou.\n")
 
-    prompt = build_system_prompt(Workspace(workspace), private=False)
+    tools = memory_tools(SearchConfig(), private=False)
+    prompt = build_system_prompt(Workspace(workspace), private=False, tools=tools)
 
     assert SECRET not in prompt and "# MEMORY.md" not in prompt
     assert "Li Wei" not in prompt and "# USER.md" not in prompt
     assert "# AGENTS.md" in prompt
-    assert "MEMORY.md and USER.md are not available" in prompt
+    assert "MEMORY.md is not available in this shared session" in prompt
     assert '"section"' not in prompt  # no MEMORY.md writes offered
 
 

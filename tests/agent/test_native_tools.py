@@ -282,10 +282,11 @@ def test_a_tool_error_about_one_conversation_is_not_taken_for_a_refusal(memory):
 
 def test_the_flush_sends_native_calls_as_text(memory):
     llm = ScriptedLLM([asks(search("c1", "redis")), "6380", "NO_REPLY", "## Decisions\n- x\n"])
-    config = LLMConfig(context_window=1200, max_output_tokens=200)
+    # The window leaves room for the prompt and the tool definitions (~1,000 tokens).
+    config = LLMConfig(context_window=2000, max_output_tokens=200)
     agent = ChatAgent(memory, llm, llm_config=config, recall=False, capture=False)
     agent.handle("redis port?")
-    agent.handle("x " * 400)  # over the flush threshold
+    agent.handle("x " * 700)  # over the flush threshold
     flushes = [c for c in llm.calls if c.messages[-1].content.startswith("[memdir: memory flush")]
     assert flushes
     sent = flushes[0].messages

@@ -8,12 +8,13 @@ import pytest
 
 from memdir import Memory
 from memdir.agent.tools import (
-    MAX_GET_CHARS,
     describe_result,
     find_tool_request,
     run_tool,
+    tool_definitions,
     tool_message,
 )
+from memdir.tools import MAX_GET_CHARS
 from tests.helpers import write
 
 
@@ -65,19 +66,31 @@ def test_search_get_and_write(memory, workspace):
     assert describe_result("memory_search", hits).startswith("memory_search: 1 result(s)")
 
 
-def test_long_files_are_cut(memory, workspace):
-    write(workspace, "memory/big.md", "x" * (MAX_GET_CHARS + 500))
+def test_long_files_are_cut_with_a_note_on_reading_on(memory, workspace):
+    write(workspace, "memory/big.md", "x" * (MAX_GET_CHARS + 500) + "\nsecond line\n")
     got = run(memory, '{"tool": "memory_get", "args": {"path": "memory/big.md"}}')
-    assert len(got["text"]) == MAX_GET_CHARS and "line range" in got["truncated"]
+    assert len(got["text"]) == MAX_GET_CHARS and got["truncated"] is True
+    assert got["next_from"] == 2 and '"from": 2' in got["note"]
+
+
+def test_the_agent_offers_the_contract_for_its_config_and_scope(workspace, fake_embedder):
+    with Memory(workspace, embedder=fake_embedder) as mem:
+        search, _, write_ = tool_definitions(mem)
+        assert "up to 6 snippets" in search.description
+        assert "section" in write_.input_schema["properties"]
+    with Memory(workspace, embedder=fake_embedder, scope="shared") as shared:
+        _, _, write_ = tool_definitions(shared)
+        assert "section" not in write_.input_schema["properties"]
 
 
 @pytest.mark.parametrize(
     ("line", "error"),
     [
         ('{"tool": "shell", "args": {"cmd": "ls"}}', "unknown tool 'shell'"),
-        ('{"tool": "memory_search", "args": {}}', "'query' is required"),
+        ('{"tool": "memory_search", "args": {}}', "missing argument 'query'"),
         ('{"tool": "memory_search", "args": {"query": "x", "k": 1}}', "unknown argument(s) k"),
-        ('{"tool": "memory_search", "args": {"query": "x", "max_results": 0}}', "from 1 to 10"),
+        ('{"tool": "memory_search", "args": {"query": "x", "max_results": 0}}', "1 or more"),
+        ('{"tool": "memory_search", "args": {"query": "x", "max_results": 51}}', "at most 50"),
         ('{"tool": "memory_get", "args": {"path": "../etc/passwd.md"}}', "'..' is not allowed"),
         ('{"tool": "memory_get", "args": {"path": "AGENTS.md"}}', "only MEMORY.md"),
         ('{"tool": "memory_write", "args": {"text": "x", "section": "gossip"}}', "unknown section"),

@@ -255,14 +255,15 @@ def test_the_flush_turn_is_silent(workspace, server):
     screen from them."""
     server.enqueue(200, openai_text_stream("first answer"))
     llm = OpenAIChatLLM(server.url, "m", timeout=5.0, max_retries=1)
-    config = LLMConfig(context_window=1200, max_output_tokens=200)
+    # The window leaves room for the prompt and the tool definitions (~1,000 tokens).
+    config = LLMConfig(context_window=2000, max_output_tokens=200)
     with Memory(workspace, embedder=FakeEmbedder()) as memory:
         agent = ChatAgent(memory, llm, llm_config=config, stream=True, capture=False, recall=False)
         agent.handle("hello", Shown())
         server.enqueue(200, openai_reply("- Remember: the flush saw this."))
         server.enqueue(200, openai_text_stream("second answer"))
         shown = Shown()
-        out = agent.handle("x " * 500, shown)
+        out = agent.handle("x " * 760, shown)
     assert "memory flush: 1 line(s) saved" in " ".join(out.notes)
     assert "".join(shown.parts) == "second answer"
     flush = [r.json for r in server.requests if "stream" not in r.json]

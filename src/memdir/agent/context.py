@@ -18,6 +18,7 @@ Escaping (``&``, ``<``, ``>``) means recalled text cannot close its block or ope
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -25,6 +26,7 @@ from memdir.errors import MemdirError
 from memdir.llm.base import Message
 from memdir.llm.prompts import load_prompt
 from memdir.memory import PRIVATE_FILES, Memory
+from memdir.tools import ToolSpec
 from memdir.workspace import MEMORY_DIR, MEMORY_FILE, Workspace
 
 BOOTSTRAP_FILES = ("AGENTS.md", "USER.md", MEMORY_FILE)
@@ -185,6 +187,7 @@ def build_system_prompt(
     workspace: Workspace,
     *,
     private: bool,
+    tools: Sequence[ToolSpec],
     daily_notes: str = "",
     max_tool_calls: int = 4,
     native_tools: bool = False,
@@ -192,38 +195,26 @@ def build_system_prompt(
     """The system prompt: the chat instructions, the bootstrap files and the session-start daily
     notes, in that order.
 
-    ``native_tools`` describes the memory tools for native tool calling (their definitions go
-    with each request); otherwise the instructions teach the text protocol's JSON line.
+    ``tools`` are the memory tools of the contract (:func:`memdir.tools.memory_tools`). With
+    ``native_tools`` their definitions go with each request and the prompt only names them;
+    otherwise it teaches the text protocol's JSON line and lists each tool's arguments and
+    description.
     """
     files = bootstrap_sections(workspace, private=private)
     names = {name for name, _ in files}
-    tools = load_prompt("chat_tools_native" if native_tools else "chat_tools_text")
+    if native_tools:
+        section = load_prompt("chat_tools_native").replace(
+            "{{tool_names}}", ", ".join(spec.name for spec in tools)
+        )
+    else:
+        listing = "\n".join(f"- {t.name} {t.signature()}: {t.description}" for t in tools)
+        section = load_prompt("chat_tools_text").replace("{{tool_list}}", listing)
     preamble = (
         load_prompt("chat")
-        .replace("{{tools_section}}", tools.strip())
+        .replace("{{tools_section}}", section.strip())
         .replace("{{user_file}}", ", USER.md" if "USER.md" in names else "")
         .replace("{{memory_file}}", f" and {MEMORY_FILE}" if MEMORY_FILE in names else "")
         .replace("{{max_tool_calls}}", str(max_tool_calls))
-        .replace(
-            "{{searchable}}",
-            "MEMORY.md, daily logs memory/YYYY-MM-DD.md, topic notes, skills"
-            if private
-            else "daily logs memory/YYYY-MM-DD.md, topic notes, skills; this is a shared "
-            "session, so MEMORY.md and USER.md are not available",
-        )
-        .replace(
-            "{{write_args}}",
-            ', "target"?: "daily"|"memory", "section"?: "preferences"|"decisions"|"lessons"|'
-            '"facts"|"todos"'
-            if private
-            else "",
-        )
-        .replace(
-            "{{write_help}}",
-            "It goes to today's daily log by default, or with a section to that part of MEMORY.md."
-            if private
-            else "It goes to today's daily log.",
-        )
     )
     parts = [preamble.strip()]
     for name, text in files:

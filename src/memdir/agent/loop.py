@@ -119,6 +119,8 @@ class ChatAgent:
         self.budget = compaction_budget(config.context_window, config.max_output_tokens)
         self.flush_at = flush_threshold(config.context_window, config.max_output_tokens)
         self.private = memory.scope == "private"
+        #: The memory tools (the contract shared with the MCP server), for this config and scope.
+        self.tools = tool_definitions(memory)
         self.recall_enabled = recall
         self.capture_enabled = capture
         self.source = source
@@ -142,7 +144,7 @@ class ChatAgent:
     @property
     def tool_definitions(self) -> tuple[ToolDefinition, ...]:
         """The tools sent with each chat request (none with the text protocol)."""
-        return tool_definitions(private=self.private) if self.native_tools else ()
+        return self.tools if self.native_tools else ()
 
     @property
     def system_prompt(self) -> str:
@@ -150,6 +152,7 @@ class ChatAgent:
             self.memory.workspace,
             private=self.private,
             daily_notes=self.daily_notes,
+            tools=self.tools,
             max_tool_calls=MAX_TOOL_ROUNDS,
             native_tools=self.native_tools,
         )

@@ -21,12 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memdir.agent.tools import tool_definitions
 from memdir.clock import now
+from memdir.config import SearchConfig
 from memdir.errors import MemdirError, ToolsUnsupported
 from memdir.llm.base import LLM, Message
 from memdir.llm.chat import ChatLLM
 from memdir.llm.tool_support import forget_refusal, refusal_for, remember_refusal
+from memdir.tools import memory_tools
 
 ToolMode = Literal["auto", "native", "text"]
 
@@ -102,7 +103,9 @@ class ToolCalling:
             return False
         try:
             self.llm.chat(
-                [Message("user", "ping")], tools=tool_definitions(private=False), max_tokens=1
+                [Message("user", "ping")],
+                tools=memory_tools(SearchConfig(), private=False),
+                max_tokens=1,
             )
         except ToolsUnsupported:
             return True

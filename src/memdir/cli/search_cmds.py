@@ -8,11 +8,17 @@ from rich.text import Text
 
 from memdir.cli.common import open_memory, print_json, stderr, stdout, styled, visible
 from memdir.cli.main import cli
+from memdir.config import MAX_RESULTS
 
 
 @cli.command("search")
 @click.argument("query")
-@click.option("-n", "--max-results", type=click.IntRange(min=1, max=200), help="How many results.")
+@click.option(
+    "-n",
+    "--max-results",
+    type=click.IntRange(min=1, max=MAX_RESULTS),
+    help=f"How many results (at most {MAX_RESULTS}).",
+)
 @click.option("--min-score", type=click.FloatRange(min=0.0, max=1.0), help="Score threshold.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"results": [...], ...} as JSON.')
 @click.option("--explain", is_flag=True, help="Show each score's parts (vector, text, decay, MMR).")

@@ -12,13 +12,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from memdir.config import MAX_RESULTS
 from memdir.errors import QueryError
 from memdir.search import SearchResponse
 from memdir.ui import present
 from memdir.ui.app import inspector
-
-#: Most results a page asks for.
-MAX_RESULTS = 50
 
 
 def _params(request: Request) -> tuple[str, int | None, float | None]:
