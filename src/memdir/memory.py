@@ -649,8 +649,9 @@ def _read_lines(
         raise WorkspaceError(f"{asked}: cannot be read ({exc.strerror})") from exc
     text, warning = decode_markdown(data, asked)  # the indexer's verdict and its text
     if text is None:
+        reason = (warning or "binary").removesuffix(": not indexed")
         raise PathNotAllowed(
-            f"{asked}: not a Markdown note, memdir does not index or show it ({warning})"
+            f"{asked}: {reason}, not a Markdown note: memdir neither indexes nor shows it"
         )
     all_lines = text.split("\n")
     if text.endswith("\n"):

@@ -104,3 +104,7 @@ def test_a_binary_file_is_refused_with_the_reason(memory: Memory, workspace: Pat
         memory.get("memory/blob.md")
     report = memory.sync()
     assert any("binary" in w for w in report.warnings)  # the indexer's verdict is the same
+    random_bytes = bytes((n * 7919 + 13) % 256 or 1 for n in range(20_000))  # no NUL
+    (workspace / "memory" / "noise.md").write_bytes(random_bytes)
+    with pytest.raises(PathNotAllowed, match=r"binary-like .*not a Markdown note"):
+        memory.get("memory/noise.md")
