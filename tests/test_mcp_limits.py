@@ -79,3 +79,28 @@ def test_resources_are_capped(memory, workspace) -> None:
     write(workspace, "MEMORY.md", "# memory\n" + ("- a long remembered fact " * 4 + "\n") * 5000)
     text = MemoryTools(memory).read_resource("memory://MEMORY.md")
     assert len(text) < MAX_GET_CHARS + 300 and "read on with memory_get" in text
+
+
+def test_the_real_server_survives_a_fifo(tmp_path, isolated_env) -> None:
+    """Over stdio, as the probe ran it: a FIFO get fails at once and later calls still work."""
+    import anyio
+
+    from memdir import init_workspace
+    from tests.test_mcp_server import call, session
+
+    (isolated_env / "config.toml").write_text('[embedding]\nprovider = "fake"\n', encoding="utf-8")
+    root, _ = init_workspace(tmp_path / "ws")
+    write(root, "memory/ok.md", "# ok\nthe walrus sings\n")
+    os.mkfifo(root / "memory" / "x.md")
+
+    async def main() -> None:
+        async with session(root, isolated_env) as client:
+            with anyio.fail_after(60):
+                is_error, message = await call(client, "memory_get", path="memory/x.md")
+                assert is_error and "FIFO" in message
+                is_error, data = await call(client, "memory_search", query="walrus")
+                assert not is_error and data["results"]
+                is_error, data = await call(client, "memory_get", path="memory/ok.md")
+                assert not is_error and "walrus" in data["text"]
+
+    anyio.run(main)
