@@ -147,7 +147,7 @@ def test_search_hit_file_line_and_dreaming(
     assert "preview=1" in page.url
     shots.take(page, "dreaming")
 
-    for name in ("index", "files", "history"):
+    for name in ("index", "files", "review", "history"):
         page.goto(base + name)
         page.locator("main h1").wait_for()
         shots.take(page, name)
@@ -217,6 +217,7 @@ def test_phone_screen(browser: Any, ui_process: RunningUI, shots: Shots) -> None
     for path, name in (
         ("search?q=Redis%20分布式锁", "search-phone"),
         ("dreaming", "dreaming-phone"),
+        ("review?since=all", "review-phone"),
     ):
         page.goto(ui_process.url + path)
         page.locator("main h1, li.hit").first.wait_for()

@@ -57,6 +57,7 @@ NAV = (
     ("index", "/index", "Index"),
     ("dreaming", "/dreaming", "Dreaming"),
     ("history", "/history", "History"),
+    ("review", "/review", "Review"),
 )
 
 
@@ -125,7 +126,7 @@ def create_app(memory: Memory, options: UIOptions | None = None) -> Starlette:
         memory: the workspace to show; the caller keeps it open while the app runs.
         options: writability, token, accepted hosts (default: read-only, loopback only).
     """
-    from memdir.ui.views import dreaming, files, history, index, search
+    from memdir.ui.views import dreaming, files, history, index, review, search
 
     options = options or UIOptions()
     routes = [
@@ -143,6 +144,8 @@ def create_app(memory: Memory, options: UIOptions | None = None) -> Starlette:
         Route("/api/dreaming/apply", dreaming.apply, methods=["POST"]),
         Route("/history", history.page),
         Route("/api/history", history.api),
+        Route("/review", review.page),
+        Route("/api/review", review.api),
         Mount("/static", StaticFiles(packages=[("memdir.ui", "static")]), name="static"),
     ]
     app = Starlette(
