@@ -106,17 +106,17 @@ def index_env(url: str) -> Iterator[None]:
 
 
 def bench_legs(mem: Any, queries: Sequence[str], qtable: dict[str, np.ndarray]) -> dict[str, Any]:
-    from memdir.search import build_match_query, run_search
+    from memdir.index.base import KeywordQuery
+    from memdir.search import run_search
     from memdir.text import query_terms
 
     manager = mem.index
     pre = PrecomputedQueries(mem.embedder, qtable)
 
     def keyword(q: str) -> None:
-        terms = query_terms(q)
-        match = build_match_query(terms)
-        if match:
-            manager.keyword_search(match, terms, K)
+        keywords = KeywordQuery.build(query_terms(q))
+        if keywords is not None:
+            manager.keyword_search(keywords, K)
 
     def hybrid(q: str) -> None:
         run_search(manager, pre, q, config=mem.config.search, now=dt.datetime(2026, 11, 30))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 
 import pytest
@@ -13,8 +12,6 @@ from memdir.search import (
     Candidate,
     apply_min_score,
     apply_temporal_decay,
-    bm25_to_score,
-    build_match_query,
     decay_factor,
     file_date,
     keyword_only_scores,
@@ -43,27 +40,6 @@ def cand(
         keyword_hit=hit,
     )
     return c
-
-
-def test_build_match_query_quotes_every_term() -> None:
-    assert build_match_query(["redis", "分布式"]) == '"redis" OR "分布式"'
-    assert build_match_query(['a"b']) == '"a""b"'
-    assert build_match_query([]) is None
-    assert build_match_query(["  "]) is None
-
-
-@pytest.mark.parametrize("rank", [-0.001, -1.0, -5.0, -100.0])
-def test_bm25_to_score_is_in_unit_interval_and_monotonic(rank: float) -> None:
-    score = bm25_to_score(rank)
-    assert 0 < score < 1
-    assert bm25_to_score(rank * 2) > score
-    assert score == pytest.approx(-rank / (1 - rank))
-
-
-def test_bm25_to_score_edge_cases() -> None:
-    assert bm25_to_score(0.0) == 0.0
-    assert bm25_to_score(3.0) == 0.0
-    assert bm25_to_score(math.nan) == 0.0
 
 
 def test_merge_hybrid_weights_and_missing_side() -> None:

@@ -1,7 +1,8 @@
 """Hybrid search (SPEC §5): each stage a small named function, composed by :func:`run_search`.
 
 1. vector leg: cosine similarity → candidates
-2. keyword leg: FTS5 BM25 over quoted, OR-ed query terms → :func:`bm25_to_score`
+2. keyword leg: memdir's BM25 over the query's terms, OR-ed (:class:`KeywordQuery`) →
+   :func:`memdir.index.bm25.bm25_to_score`
 3. :func:`complete_legs`: each candidate scored on the leg that did not return it
    (``search.score_both_legs``; off = SPEC's "missing side = 0")
 4. :func:`merge_hybrid`: ``w_v·vector + w_t·text`` per chunk
@@ -28,7 +29,7 @@ from typing import Any
 from memdir.config import SearchConfig
 from memdir.embeddings.base import Embedder
 from memdir.errors import ConfigError, ProviderError
-from memdir.index.base import ChunkRow
+from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
 from memdir.results import (
     LinesOf,
@@ -91,29 +92,16 @@ def _similarity_tokens(text: str) -> frozenset[str]:
     return similarity_tokens(text)
 
 
-def build_match_query(terms: Sequence[str], joiner: str = "OR") -> str | None:
-    """An FTS5 MATCH expression: every term quoted (``"`` doubled), joined with OR (or AND).
-
-    Never passes raw user text to MATCH, so ``"``, ``*``, ``NEAR(``, ``AND`` and ``-`` are
-    ordinary characters. Returns None when there is nothing to search.
-    """
-    quoted = ['"' + t.replace('"', '""') + '"' for t in terms if t.strip()]
-    return f" {joiner} ".join(quoted) if quoted else None
-
-
-#: ``search.keyword_query`` → (how to get terms, how to join them).
-KEYWORD_QUERIES = {"or": (query_terms, "OR"), "and": (plain_terms, "AND")}
-
-
-def bm25_to_score(rank: float) -> float:
-    """Map an FTS5 bm25 rank (negative, lower is better) to [0, 1): ``-r / (1 - r)``."""
-    if not math.isfinite(rank) or rank >= 0:
-        return 0.0
-    return -rank / (1.0 - rank)
+#: ``search.keyword_query`` → how a query becomes keyword terms; the name is also the
+#: :class:`~memdir.index.base.KeywordQuery` mode (``or``: any term, ``and``: every term).
+KEYWORD_QUERIES = {"or": query_terms, "and": plain_terms}
 
 
 def complete_legs(
-    manager: IndexManager, pool: Sequence[Candidate], query_vector: Any, terms: Sequence[str]
+    manager: IndexManager,
+    pool: Sequence[Candidate],
+    query_vector: Any,
+    keywords: KeywordQuery | None,
 ) -> None:
     """Give each candidate the leg that did not return it: the cosine similarity of a keyword
     hit outside the vector top-k, the BM25 of a vector hit the keyword leg missed. Without
@@ -126,8 +114,8 @@ def complete_legs(
             if cand.chunk.seq in sims:
                 cand.vector = max(0.0, sims[cand.chunk.seq])
     no_text = {c.chunk.seq: chunk_tokens(c.chunk.text) for c in pool if not c.keyword_hit}
-    if no_text and terms:
-        scores = manager.keyword_scores(terms, no_text)
+    if no_text and keywords is not None:
+        scores = manager.keyword_scores(keywords, no_text)
         for cand in pool:
             if scores.get(cand.chunk.seq, 0.0) > 0:
                 cand.text = scores[cand.chunk.seq]
@@ -300,8 +288,8 @@ def run_search(
             f"search.keyword_query must be one of {', '.join(KEYWORD_QUERIES)}, "
             f"not {config.keyword_query!r}"
         )
-    get_terms, joiner = KEYWORD_QUERIES[config.keyword_query]
-    terms = get_terms(query)
+    terms = KEYWORD_QUERIES[config.keyword_query](query)
+    keywords = KeywordQuery.build(terms, config.keyword_query)
     warnings: list[str] = []
     legs: list[str] = []
     candidates: dict[int, Candidate] = {}
@@ -318,10 +306,9 @@ def run_search(
         legs.append("vector")
         for seq, sim in manager.vector_search(query_vector, fetch):
             candidates.setdefault(seq, Candidate(_placeholder(seq))).vector = max(0.0, sim)
-    match = build_match_query(terms, joiner)
-    if match is not None:
+    if keywords is not None:
         legs.append("keyword")
-        for seq, text_score in manager.keyword_search(match, terms, fetch):
+        for seq, text_score in manager.keyword_search(keywords, fetch):
             cand = candidates.setdefault(seq, Candidate(_placeholder(seq)))
             cand.text = text_score
             cand.keyword_hit = True
@@ -334,9 +321,9 @@ def run_search(
         cand.chunk = row
         pool.append(cand)
 
-    mode = "hybrid" if query_vector is not None else ("keyword" if match else "empty")
+    mode = "hybrid" if query_vector is not None else ("keyword" if keywords else "empty")
     if mode == "hybrid" and config.score_both_legs and query_vector is not None:
-        complete_legs(manager, pool, query_vector, terms)
+        complete_legs(manager, pool, query_vector, keywords)
     if mode == "keyword":
         keyword_only_scores(pool, terms)
     else:
@@ -368,9 +355,9 @@ def run_search(
         kept = ranked  # keyword-only mode returns its best even below min_score
     weights = term_weights(terms, [c.chunk.text for c in pool])
     results = place_results(kept, k, weights, config.snippet_chars, lines_of)
-    if match is None and not query.strip():
+    if keywords is None and not query.strip():
         warnings.append("empty query")
-    elif match is None:
+    elif keywords is None:
         warnings.append("the query has only stopwords; nothing to match")
     return SearchResponse(query, results, mode, legs, terms, warnings)
 
@@ -385,8 +372,6 @@ __all__ = [
     "SearchResult",
     "apply_min_score",
     "apply_temporal_decay",
-    "bm25_to_score",
-    "build_match_query",
     "complete_legs",
     "decay_factor",
     "file_date",

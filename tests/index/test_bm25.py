@@ -10,8 +10,16 @@ import pytest
 
 from memdir import Memory
 from memdir.config import load_config
-from memdir.index.bm25 import K1, B, bm25_search, bm25_term, corpus_stats, lucene_idf
-from memdir.search import build_match_query
+from memdir.index.base import KeywordQuery
+from memdir.index.bm25 import (
+    K1,
+    B,
+    bm25_search,
+    bm25_term,
+    bm25_to_score,
+    corpus_stats,
+    lucene_idf,
+)
 from memdir.text import query_terms
 from tests.helpers import write
 from tests.index.conftest import Backend
@@ -32,6 +40,22 @@ def test_bm25_term_matches_the_formula() -> None:
     assert bm25_term(1, 5, 10.0, idf) > bm25_term(1, 50, 10.0, idf)
 
 
+@pytest.mark.parametrize("score", [0.001, 1.0, 5.0, 100.0])
+def test_bm25_to_score_is_in_unit_interval_and_monotonic(score: float) -> None:
+    mapped = bm25_to_score(score)
+    assert 0 < mapped < 1
+    assert bm25_to_score(score * 2) > mapped
+    rank = -score  # an FTS5 rank is the negated sum: OpenClaw maps it by -r / (1 - r)
+    assert mapped == pytest.approx(-rank / (1 - rank))
+
+
+def test_bm25_to_score_edge_cases() -> None:
+    assert bm25_to_score(0.0) == 0.0
+    assert bm25_to_score(-3.0) == 0.0
+    assert bm25_to_score(math.nan) == 0.0
+    assert bm25_to_score(math.inf) == 0.0
+
+
 def test_bm25_search_ranks_by_hand_computed_scores(backend: Backend, workspace: Path) -> None:
     (workspace / "MEMORY.md").unlink()
     write(workspace, "memory/a.md", "kafka kafka broker\n")
@@ -44,7 +68,7 @@ def test_bm25_search_ranks_by_hand_computed_scores(backend: Backend, workspace: 
     assert stats.documents == 3
     assert stats.avg_length == pytest.approx((3 + 5 + 2) / 3)
     terms = query_terms("kafka broker")
-    hits = bm25_search(store, build_match_query(terms) or "", terms, 5, stats)
+    hits = bm25_search(store, KeywordQuery(tuple(terms)), 5, stats)
     idf_kafka, idf_broker = lucene_idf(3, 2), lucene_idf(3, 1)
     expected_a = bm25_term(2, 3, stats.avg_length, idf_kafka) + bm25_term(
         1, 3, stats.avg_length, idf_broker

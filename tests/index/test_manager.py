@@ -15,6 +15,7 @@ import pytest
 
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
+from memdir.index.base import KeywordQuery
 from memdir.workspace import Workspace
 from tests.helpers import write
 from tests.index.conftest import Backend
@@ -70,7 +71,7 @@ def test_rebuild_failure_keeps_the_old_index(backend: Backend, workspace: Path) 
     second.close()
     third = backend.manager(workspace, FakeEmbedder(dims=32), chunking=_chunking(400))
     assert third.identity_matches()
-    assert third.store().keyword_search('"kept"', 5)
+    assert third.keyword_search(KeywordQuery(("kept",)), 5)
     assert not list(third.dir.glob("index.sqlite.rebuild-*"))
 
 

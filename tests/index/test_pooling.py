@@ -15,6 +15,7 @@ from memdir import FakeEmbedder
 from memdir.config import ChunkingConfig
 from memdir.embeddings.base import l2_normalize
 from memdir.errors import ConfigError
+from memdir.index.base import KeywordQuery
 from memdir.index.manager import index_identity
 from memdir.index.sync import embedding_units, vector_key
 from memdir.text import index_tokens, query_terms
@@ -142,8 +143,10 @@ def test_vector_and_keyword_scores_of_chosen_chunks(backend: Backend, workspace:
     assert sims[a.seq] == pytest.approx(nearest[a.seq], abs=1e-6)
     assert sims[b.seq] == pytest.approx(nearest[b.seq], abs=1e-6)
     terms = query_terms("redis port")
-    scores = mgr.keyword_scores(terms, {a.seq: index_tokens(a.text), b.seq: index_tokens(b.text)})
-    searched = dict(mgr.keyword_search('"redis" OR "port"', terms, 10))
+    keywords = KeywordQuery(tuple(terms))
+    tokens = {a.seq: index_tokens(a.text), b.seq: index_tokens(b.text)}
+    scores = mgr.keyword_scores(keywords, tokens)
+    searched = dict(mgr.keyword_search(keywords, 10))
     assert scores[a.seq] == pytest.approx(searched[a.seq]) and scores[a.seq] > 0
     assert scores[b.seq] == 0.0
-    assert mgr.vector_scores(query, []) == {} and mgr.keyword_scores([], {a.seq: ["x"]}) == {}
+    assert mgr.vector_scores(query, []) == {} and mgr.keyword_scores(keywords, {}) == {}

@@ -13,6 +13,7 @@ import pytest
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
 from memdir.index import sync as sync_module
+from memdir.index.base import KeywordQuery
 from memdir.index.sync import chunk_id, decode_markdown, scan_dirty, sync_files
 from tests.helpers import write
 from tests.index.conftest import Backend
@@ -82,7 +83,7 @@ def test_deleted_file_is_pruned(backend: Backend, workspace: Path) -> None:
     report = mgr.sync()
     assert report.removed == 1
     assert "memory/gone.md" not in mgr.store().file_rows()
-    assert mgr.store().keyword_search('"ephemeral"', 5) == []
+    assert mgr.keyword_search(KeywordQuery(("ephemeral",)), 5) == []
 
 
 def test_embedding_cache_survives_a_rebuild(backend: Backend, workspace: Path) -> None:
@@ -104,7 +105,7 @@ def test_invalid_utf8_is_indexed_with_replacement_and_warning(
     report = mgr.sync()
     assert any("invalid UTF-8" in w for w in report.warnings)
     assert "memory/bad.md" in mgr.store().file_warnings()
-    assert mgr.store().keyword_search('"broken"', 5)
+    assert mgr.keyword_search(KeywordQuery(("broken",)), 5)
 
 
 def test_binary_file_is_skipped_with_warning(backend: Backend, workspace: Path) -> None:
@@ -112,7 +113,7 @@ def test_binary_file_is_skipped_with_warning(backend: Backend, workspace: Path) 
     mgr = backend.manager(workspace)
     mgr.sync()
     assert "binary" in mgr.store().file_warnings()["memory/blob.md"]
-    assert mgr.store().keyword_search('"binaryword"', 5) == []
+    assert mgr.keyword_search(KeywordQuery(("binaryword",)), 5) == []
     # Not re-read on every sync.
     assert not scan_dirty(mgr.store(), mgr.workspace)
 
@@ -140,7 +141,7 @@ def test_huge_single_line_file_is_keyword_only(backend: Backend, workspace: Path
     assert any("too large to embed" in w for w in report.warnings)
     assert mgr.store().counts()["chunks"] > 1000
     assert mgr.store().counts()["pending_vectors"] == 0  # never queued for embedding
-    assert mgr.store().keyword_search('"zebra"', 5)
+    assert mgr.keyword_search(KeywordQuery(("zebra",)), 5)
 
 
 def test_file_deleted_between_scan_and_read_is_pruned(backend: Backend, workspace: Path) -> None:
@@ -168,7 +169,7 @@ def test_symlink_out_of_workspace_is_not_followed(
     mgr = backend.manager(workspace)
     mgr.sync()
     assert not any("link" in p for p in mgr.store().file_rows())
-    assert mgr.store().keyword_search('"secret"', 5) == []
+    assert mgr.keyword_search(KeywordQuery(("secret",)), 5) == []
 
 
 def test_provider_failure_leaves_chunks_pending_then_recovers(
@@ -181,7 +182,7 @@ def test_provider_failure_leaves_chunks_pending_then_recovers(
     assert any("provider timed out" in w for w in report.warnings)
     counts = mgr.store().counts()
     assert counts["pending_vectors"] == counts["chunks"] == 2  # MEMORY.md + a.md
-    assert mgr.store().keyword_search('"zebra"', 5)  # still findable by keyword
+    assert mgr.keyword_search(KeywordQuery(("zebra",)), 5)  # still findable by keyword
     mgr.close()
     healthy = backend.manager(workspace, FakeEmbedder())
     assert healthy.sync().embedded == 2
@@ -237,7 +238,7 @@ def test_file_changed_while_being_read_is_synced_again(
     # What was indexed is the first version, and the file is known to be stale.
     assert [e.path for e in scan_dirty(mgr.store(), mgr.workspace).changed] == ["memory/racy.md"]
     mgr.sync()
-    assert mgr.store().keyword_search('"zebra"', 5)
+    assert mgr.keyword_search(KeywordQuery(("zebra",)), 5)
     assert not scan_dirty(mgr.store(), mgr.workspace)
     assert path.read_text(encoding="utf-8").count("version") == 2
 

@@ -17,20 +17,20 @@ Two protocols, one per responsibility:
 An engine is a package ``memdir/index/<engine>/`` whose lifecycle class takes
 :class:`LifecycleOptions`, plus one line in that registry.
 
-Keyword queries travel as the FTS5 MATCH expression that :func:`memdir.search.build_match_query`
-builds from memdir's own tokens (every term double-quoted, joined by ``OR`` or ``AND``). SQLite
-hands it to FTS5; other engines read it back with :func:`parse_match`, which accepts nothing
-else, so raw user text can never reach a query language.
+Keyword queries reach storage as a :class:`KeywordQuery`: memdir's own tokens and how they
+combine (any or all). Each engine turns it into its own query language and quotes every term
+there (FTS5 in :mod:`memdir.index.sqlite.fts`, ``tsquery`` in :mod:`memdir.index.postgres.fts`),
+so raw user text never reaches a query language. Scoring is memdir's BM25
+(:mod:`memdir.index.bm25`), the same for every engine.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -84,39 +84,35 @@ class CorpusStats:
     avg_length: float
 
 
-_MATCH_TERM = re.compile(r'\s*"((?:[^"]|"")*)"\s*')
+#: How the terms of a :class:`KeywordQuery` combine: a chunk matches when it holds any of them
+#: (``or``, memdir's default) or all of them (``and``, OpenClaw's query; for benchmarks).
+KEYWORD_MODES = ("or", "and")
 
 
-def parse_match(match: str) -> tuple[list[str], str]:
-    """Read back a MATCH expression built by :func:`memdir.search.build_match_query`.
+@dataclass(frozen=True)
+class KeywordQuery:
+    """A keyword query as it crosses the storage interface.
 
-    Returns:
-        ``(terms, joiner)`` with joiner ``"OR"`` or ``"AND"`` (``"OR"`` for a single term).
-
-    Raises:
-        ValueError: anything but double-quoted terms joined by one kind of operator.
+    Build it with :meth:`build`; the engines never see the user's text, only these terms.
     """
-    terms: list[str] = []
-    joiners: set[str] = set()
-    pos = 0
-    while True:
-        found = _MATCH_TERM.match(match, pos)
-        if found is None:
-            raise ValueError(f"not a memdir keyword query: {match!r}")
-        terms.append(found.group(1).replace('""', '"'))
-        pos = found.end()
-        if pos == len(match):
-            break
-        for op in ("OR", "AND"):
-            if match.startswith(op, pos) and match[pos + len(op) : pos + len(op) + 1] in (" ", '"'):
-                joiners.add(op)
-                pos += len(op)
-                break
-        else:
-            raise ValueError(f"not a memdir keyword query: {match!r}")
-    if len(joiners) > 1:
-        raise ValueError(f"mixed AND/OR in a keyword query: {match!r}")
-    return terms, joiners.pop() if joiners else "OR"
+
+    #: Distinct, non-blank terms in query order, as the keyword tokenizer stored them.
+    terms: tuple[str, ...]
+    #: One of :data:`KEYWORD_MODES`.
+    mode: str = "or"
+
+    def __post_init__(self) -> None:
+        if self.mode not in KEYWORD_MODES:
+            raise ValueError(f"keyword mode must be one of {', '.join(KEYWORD_MODES)}")
+        if not self.terms:
+            raise ValueError("a keyword query needs at least one term")
+
+    @classmethod
+    def build(cls, terms: Iterable[str], mode: str = "or") -> KeywordQuery | None:
+        """The query for ``terms`` (blank ones dropped, duplicates once); None when none is
+        left, so there is nothing to search."""
+        kept = tuple(dict.fromkeys(t for t in terms if t.strip()))
+        return cls(kept, mode) if kept else None
 
 
 class IndexBackend(Protocol):
@@ -197,9 +193,9 @@ class IndexBackend(Protocol):
     # -- keyword search -----------------------------------------------------------------
 
     def keyword_candidates(
-        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
+        self, query: KeywordQuery, idf: Mapping[str, float], limit: int, stats: CorpusStats
     ) -> list[tuple[int, str]]:
-        """``(seq, stored tokens)`` of up to ``limit`` chunks matching ``match``, the most
+        """``(seq, stored tokens)`` of up to ``limit`` chunks matching ``query``, the most
         promising first (the engine's cheap pre-ranking; memdir re-scores them with BM25).
 
         Args:
@@ -212,10 +208,6 @@ class IndexBackend(Protocol):
         ...
 
     def corpus_stats(self) -> CorpusStats: ...
-
-    def keyword_search(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """``(seq, rank)`` by the engine's own ranking, best (most negative) first."""
-        ...
 
     # -- vectors ------------------------------------------------------------------------
 
@@ -236,6 +228,20 @@ class IndexBackend(Protocol):
     def cache_put(
         self, provider: str, model: str, provider_key: str, items: Sequence[tuple[str, Vectors]]
     ) -> None: ...
+
+
+@runtime_checkable
+class OwnKeywordRanking(Protocol):
+    """An engine that can also rank keyword matches by its own score (SQLite: FTS5's ``bm25()``).
+
+    Not part of :class:`IndexBackend`: only ``[index] keyword_tokenizer = "plain"`` needs it, the
+    OpenClaw-faithful benchmark configuration, whose raw-text tokens memdir's BM25 does not
+    score. An engine without it refuses that tokenizer when it opens the index.
+    """
+
+    def own_keyword_ranking(self, query: KeywordQuery, limit: int) -> list[tuple[int, float]]:
+        """``(seq, rank)`` by the engine's own ranking, best (most negative) first."""
+        ...
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""Keyword search: the index engine finds the candidates, memdir scores them with BM25.
+"""memdir's BM25, the one keyword scoring of every engine: the engine finds the candidates,
+this module scores them (and holds the constants and the IDF; engines that pre-rank in their
+own query language import them from here).
 
 FTS5's own ``bm25()`` uses an IDF that collapses to ~0 when a term is in half the documents or
 more, so in a small workspace (a handful of notes) every keyword score is near zero. memdir
@@ -21,7 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from memdir.index.base import CorpusStats, IndexBackend
+from memdir.index.base import CorpusStats, IndexBackend, KeywordQuery
 
 K1 = 1.2
 B = 0.75
@@ -36,6 +38,7 @@ __all__ = [
     "bm25_document",
     "bm25_search",
     "bm25_term",
+    "bm25_to_score",
     "corpus_stats",
     "lucene_idf",
     "term_idf",
@@ -60,21 +63,26 @@ def bm25_term(tf: int, length: int, avg_length: float, idf: float) -> float:
     return idf * tf * (K1 + 1.0) / (tf + K1 * norm)
 
 
+def bm25_to_score(score: float) -> float:
+    """Map a BM25 sum ``s ≥ 0`` to ``s / (1 + s)`` ∈ [0, 1) (0 for anything else). An FTS5 rank
+    is a negated sum: pass ``-rank`` (OpenClaw's ``-r / (1 - r)``)."""
+    return score / (1.0 + score) if score > 0 and math.isfinite(score) else 0.0
+
+
 def bm25_search(
     store: IndexBackend,
-    match: str,
-    terms: Sequence[str],
+    query: KeywordQuery,
     limit: int,
     stats: CorpusStats,
     idf: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float]]:
-    """``(seq, bm25)`` of the best ``limit`` chunks for the keyword ``match`` over ``terms``
-    (``idf``: :func:`term_idf` of ``terms``, when the caller has it already)."""
-    if limit <= 0 or not terms:
+    """``(seq, bm25)`` of the best ``limit`` chunks for ``query`` (``idf``: :func:`term_idf`
+    of its terms, when the caller has it already)."""
+    if limit <= 0:
         return []
     if idf is None:
-        idf = term_idf(store, terms, stats)
-    rows = store.keyword_candidates(match, idf, limit * PREFETCH, stats)
+        idf = term_idf(store, query.terms, stats)
+    rows = store.keyword_candidates(query, idf, limit * PREFETCH, stats)
     scored = [(seq, bm25_document(tokens.split(), idf, stats)) for seq, tokens in rows]
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored[:limit]

@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import importlib
 import json
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -26,8 +25,21 @@ import numpy as np
 from memdir.config import ChunkingConfig, memdir_home
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ConfigError
-from memdir.index.base import CorpusStats, IndexBackend, IndexLifecycle, LifecycleOptions
-from memdir.index.bm25 import bm25_document, bm25_search, corpus_stats, term_idf
+from memdir.index.base import (
+    CorpusStats,
+    IndexBackend,
+    IndexLifecycle,
+    KeywordQuery,
+    LifecycleOptions,
+    OwnKeywordRanking,
+)
+from memdir.index.bm25 import (
+    bm25_document,
+    bm25_search,
+    bm25_to_score,
+    corpus_stats,
+    term_idf,
+)
 from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.text import TOKENIZER_VERSION
@@ -325,19 +337,21 @@ class IndexManager:
             self._counts = (key, dict(self.read(lambda s: s.counts())))
         return dict(self._counts[1])
 
-    def keyword_search(self, match: str, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+    def keyword_search(self, query: KeywordQuery, k: int) -> list[tuple[int, float]]:
         """``(seq, score in [0, 1))`` of the best keyword matches.
 
         With memdir's tokenizer, memdir's BM25 (:mod:`memdir.index.bm25`); with the ``plain``
-        tokenizer (OpenClaw-faithful), FTS5's own ``bm25()``; both mapped by ``s / (1 + s)``.
+        tokenizer (OpenClaw-faithful), the engine's own ranking
+        (:class:`~memdir.index.base.OwnKeywordRanking`: FTS5's ``bm25()``); both mapped by
+        ``s / (1 + s)``.
         """
         if self.keyword_tokenizer == "plain":
-            hits = self.read(lambda s: s.keyword_search(match, k))
-            return [(seq, _saturate(-rank)) for seq, rank in hits]
+            hits = self.read(lambda s: _own_ranking(s).own_keyword_ranking(query, k))
+            return [(seq, bm25_to_score(-rank)) for seq, rank in hits]
         stats = self._corpus_stats()
-        idf = self._term_idf(terms, stats)
-        hits = self.read(lambda s: bm25_search(s, match, terms, k, stats, idf))
-        return [(seq, _saturate(score)) for seq, score in hits]
+        idf = self._term_idf(query.terms, stats)
+        hits = self.read(lambda s: bm25_search(s, query, k, stats, idf))
+        return [(seq, bm25_to_score(score)) for seq, score in hits]
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return list(self.read(lambda _store: self.lifecycle.vector_search(query, k)))
@@ -351,17 +365,19 @@ class IndexManager:
         return {seq: float(vec @ q) for seq, vec in found.items() if vec.shape == q.shape}
 
     def keyword_scores(
-        self, terms: Sequence[str], tokens: Mapping[int, Sequence[str]]
+        self, query: KeywordQuery, tokens: Mapping[int, Sequence[str]]
     ) -> dict[int, float]:
         """The keyword leg's score (saturated memdir BM25) of chunks it did not return itself,
         from their index tokens (:func:`memdir.text.index_tokens` of their text), so that
         fusion sees both legs for every candidate. Empty for the ``plain`` tokenizer (FTS5's
         own bm25 cannot score a chosen row)."""
-        if self.keyword_tokenizer != "memdir" or not terms or not tokens:
+        if self.keyword_tokenizer != "memdir" or not tokens:
             return {}
         stats = self._corpus_stats()
-        idf = self._term_idf(terms, stats)
-        return {seq: _saturate(bm25_document(words, idf, stats)) for seq, words in tokens.items()}
+        idf = self._term_idf(query.terms, stats)
+        return {
+            seq: bm25_to_score(bm25_document(words, idf, stats)) for seq, words in tokens.items()
+        }
 
     def _term_idf(self, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
         """IDFs of the query terms, remembered for the last query of this index generation
@@ -383,6 +399,15 @@ class IndexManager:
         self.lifecycle.close()
 
 
-def _saturate(score: float) -> float:
-    """Map a BM25 sum ``s ≥ 0`` to ``s / (1 + s)`` ∈ [0, 1) (SPEC §5: ``-r / (1 - r)``)."""
-    return score / (1.0 + score) if score > 0 and math.isfinite(score) else 0.0
+def _own_ranking(store: IndexBackend) -> OwnKeywordRanking:
+    """``store`` as an engine with its own keyword ranking (the ``plain`` tokenizer needs one).
+
+    Raises:
+        ConfigError: the engine has none.
+    """
+    if not isinstance(store, OwnKeywordRanking):
+        raise ConfigError(
+            f"index.keyword_tokenizer 'plain' needs an engine that ranks keywords itself; "
+            f"the {store.backend} index does not"
+        )
+    return store

@@ -15,16 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from memdir import FakeEmbedder, Memory, init_workspace
 from memdir.config import ChunkingConfig, index_url, load_config
 from memdir.errors import ConfigError, IndexStoreError
-from memdir.index.base import IndexBackend, parse_match
+from memdir.index.base import IndexBackend, KeywordQuery
 from memdir.index.bm25 import bm25_term, lucene_idf
 from memdir.index.manager import IndexManager, default_workspace_id
-from memdir.search import build_match_query
 from memdir.text import index_tokens, query_terms
 from memdir.workspace import Workspace
 from tests.helpers import write
@@ -95,22 +92,6 @@ def test_redact_url_hides_the_password() -> None:
         "postgresql://u:***@h:5433/db?sslmode=require"
     )
     assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
-
-
-@given(st.lists(st.text(min_size=1).filter(lambda t: t.strip()), min_size=1, max_size=6))
-def test_parse_match_reads_back_what_build_match_query_wrote(terms: list[str]) -> None:
-    for joiner in ("OR", "AND"):
-        match = build_match_query(terms, joiner)
-        assert match is not None
-        parsed, parsed_joiner = parse_match(match)
-        assert parsed == [t for t in terms if t.strip()]
-        assert parsed_joiner == (joiner if len(parsed) > 1 else "OR")
-
-
-@pytest.mark.parametrize("raw", ["redis port", '"a" NEAR "b"', '"a" OR "b" AND "c"', '"open'])
-def test_parse_match_refuses_anything_else(raw: str) -> None:
-    with pytest.raises(ValueError):
-        parse_match(raw)
 
 
 # -- against a server ----------------------------------------------------------------------------
@@ -270,7 +251,9 @@ def test_candidates_on_a_common_term_are_the_true_bm25_top(pg: PgHelper, tmp_pat
         )
         exact.append((round(score, 9), f"memory/n{i}.md"))
     exact.sort(key=lambda item: -item[0])
-    hits = mgr.keyword_search(build_match_query(terms) or "", terms, 10)
+    query = KeywordQuery.build(terms)
+    assert query is not None
+    hits = mgr.keyword_search(query, 10)
     rows = store.chunks_by_seq([seq for seq, _ in hits])
     found = [rows[seq].path for seq, _ in hits]
     assert {p for _, p in exact[:10]} == set(found)
@@ -304,8 +287,8 @@ def test_workspaces_in_one_database_do_not_see_each_other(pg: PgHelper, tmp_path
     first.sync()
     second.sync()
     assert first.workspace_id != second.workspace_id
-    assert first.keyword_search('"betaword"', ["betaword"], 5) == []
-    assert second.keyword_search('"betaword"', ["betaword"], 5)
+    assert first.keyword_search(KeywordQuery(("betaword",)), 5) == []
+    assert second.keyword_search(KeywordQuery(("betaword",)), 5)
     assert first.store().document_frequencies(["alphaword", "betaword"]) == {"alphaword": 1}
     assert first.store().counts()["chunks"] == second.store().counts()["chunks"] == 2
     query = FakeEmbedder().embed_query("shared words and betaword")
@@ -329,7 +312,7 @@ def test_hosts_sharing_a_workspace_do_not_rehash_or_prune_each_other(
     report = b.sync()
     assert report.removed == 0  # b never saw only-a.md: it is not b's to prune
     assert "memory/only-a.md" in a.store().file_rows()
-    assert b.keyword_search('"pull"', ["pull"], 5)  # b's searches find a's note
+    assert b.keyword_search(KeywordQuery(("pull",)), 5)  # b's searches find a's note
     assert not a.refresh()  # b's sync did not make a's files look changed
     assert not b.refresh()
     pg.check_aggregates("team")
@@ -342,7 +325,7 @@ def _index_repeatedly(url: str, root: str, rounds: int, queue: Any) -> None:
         )
         for i in range(rounds):
             mgr.sync(force=i % 5 == 0)
-            mgr.keyword_search('"shared"', ["shared"], 5)
+            mgr.keyword_search(KeywordQuery(("shared",)), 5)
         mgr.close()
         queue.put("ok")
     except Exception as exc:  # report any failure to the parent
@@ -464,7 +447,7 @@ def test_a_lost_connection_is_reopened(pg: PgHelper, workspace: Path) -> None:
     mgr.sync()
     pid = mgr.store().conn.info.backend_pid
     pg.conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    assert mgr.keyword_search('"resili"', ["resili"], 5)
+    assert mgr.keyword_search(KeywordQuery(("resili",)), 5)
 
 
 @pytest.mark.postgres
@@ -504,9 +487,10 @@ def test_odd_terms_and_text_are_stored_and_quoted(pg: PgHelper, workspace: Path)
     )
     mgr = pg.manager(workspace)
     mgr.sync()
-    assert mgr.store().keyword_search('"it\'s" OR "back\\slash" OR "a""b"', 5) == []
-    assert mgr.keyword_search('"slash"', ["slash"], 5)
-    assert mgr.keyword_search('"nul"', ["nul"], 5)
+    odd = KeywordQuery(("it's", "back\\slash", 'a"b'))
+    assert mgr.keyword_search(odd, 5) == []
+    assert mgr.keyword_search(KeywordQuery(("slash",)), 5)
+    assert mgr.keyword_search(KeywordQuery(("nul",)), 5)
     pg.check_aggregates(mgr.workspace_id)
 
 

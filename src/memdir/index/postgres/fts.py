@@ -3,13 +3,12 @@ pre-ranking SQL (BM25 at tf = 1) and the per-workspace term table (document freq
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memdir.index.base import CorpusStats, parse_match
+from memdir.index.base import CorpusStats, KeywordQuery
+from memdir.index.bm25 import K1, B
 
-_K1, _B = 1.2, 0.75  # memdir.index.bm25's BM25 constants, for the SQL pre-ranking
 #: The rare query terms may bring at most this many rows to pre-rank (see ``_candidates``).
 SCAN_CAP = 2000
 
@@ -17,10 +16,6 @@ SCAN_CAP = 2000
 def _tsquery_lexeme(term: str) -> str:
     """One lexeme in tsquery syntax: single-quoted, ``\\`` escaped and ``'`` doubled."""
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _lucene_idf(documents: int, df: int) -> float:
-    return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
 
 
 class PostgresKeywordSearch:
@@ -36,13 +31,13 @@ class PostgresKeywordSearch:
     # -- keyword search -----------------------------------------------------------------
 
     def keyword_candidates(
-        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
+        self, query: KeywordQuery, idf: Mapping[str, float], limit: int, stats: CorpusStats
     ) -> list[tuple[int, str]]:
-        """Rows whose lexemes match ``match``, pre-ranked by BM25 with every tf taken as 1."""
-        return [(seq, tokens) for seq, tokens, _ in self._candidates(match, idf, limit, stats)]
+        """Rows whose lexemes match ``query``, pre-ranked by BM25 with every tf taken as 1."""
+        return [(seq, tokens) for seq, tokens, _ in self._candidates(query, idf, limit, stats)]
 
     def _candidates(
-        self, match: str, idf: Mapping[str, float], limit: int, stats: CorpusStats
+        self, query: KeywordQuery, idf: Mapping[str, float], limit: int, stats: CorpusStats
     ) -> list[tuple[int, str, float]]:
         """Candidates and their pre-rank score, visiting few rows even for common terms.
 
@@ -54,23 +49,22 @@ class PostgresKeywordSearch:
         those low IDFs, so it rarely belongs in the top ``limit`` when rarer matches exist
         (MaxScore's argument); memdir's BM25 then re-scores the candidates exactly.
         """
-        terms, joiner = parse_match(match)
-        terms = [t for t in dict.fromkeys(terms) if t]
-        if not terms or limit <= 0:
+        terms = list(query.terms)
+        if limit <= 0:
             return []
         df = self.document_frequencies(terms)
         rare: list[str] = []
         total = 0
         for term in sorted(terms, key=lambda t: (df.get(t, 0), t)):
-            if joiner == "AND" or (total < limit and total + df.get(term, 0) <= SCAN_CAP):
+            if query.mode == "and" or (total < limit and total + df.get(term, 0) <= SCAN_CAP):
                 rare.append(term)
                 total += df.get(term, 0)
         common = [t for t in sorted(terms, key=lambda t: (df.get(t, 0), t)) if t not in rare]
-        glue = " | " if joiner == "OR" else " & "
+        glue = " | " if query.mode == "or" else " & "
         rows: dict[int, tuple[int, str, float]] = {}
         if rare:
             for row in self._ranked(
-                rare if joiner == "OR" else terms,
+                rare if query.mode == "or" else terms,
                 glue,
                 terms,
                 idf,
@@ -107,13 +101,13 @@ class PostgresKeywordSearch:
         for term in terms:
             params += [idf.get(term, 1.0), _tsquery_lexeme(term)]
         avg = stats.avg_length if stats.avg_length > 0 else 1.0
-        query = glue.join(_tsquery_lexeme(t) for t in match_terms)
+        tsquery = glue.join(_tsquery_lexeme(t) for t in match_terms)
         found = self.conn.execute(
-            f"SELECT seq, tokens, ({present}) * {_K1 + 1} / "
-            f"(1 + {_K1} * ({1 - _B} + {_B} * token_count / %s::float8)) AS proxy "
+            f"SELECT seq, tokens, ({present}) * {K1 + 1} / "
+            f"(1 + {K1} * ({1 - B} + {B} * token_count / %s::float8)) AS proxy "
             "FROM memdir_chunks WHERE workspace_id = %s AND tsv @@ %s::tsquery "
             f"ORDER BY {order} LIMIT %s",
-            [*params, avg, self.workspace_id, query, limit],
+            [*params, avg, self.workspace_id, tsquery, limit],
         ).fetchall()
         return [(int(r[0]), str(r[1]), float(r[2])) for r in found]
 
@@ -134,11 +128,3 @@ class PostgresKeywordSearch:
         )
         count, total = (int(row[0]), int(row[1])) if row else (0, 0)
         return CorpusStats(count, total / count if count else 0.0)
-
-    def keyword_search(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """``(seq, −pre-rank score)``: the SQL pre-ranking alone (negative: lower is better)."""
-        terms, _ = parse_match(match)
-        stats = self.corpus_stats()
-        df = self.document_frequencies(terms)
-        idf = {t: _lucene_idf(stats.documents, df.get(t, 0)) for t in terms}
-        return [(seq, -score) for seq, _, score in self._candidates(match, idf, limit, stats)]

@@ -1,0 +1,46 @@
+"""The SQLite engine's keyword search: a KeywordQuery becomes a quoted FTS5 MATCH expression
+that FTS5 always accepts, whatever the terms hold."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memdir.index.base import KeywordQuery
+from memdir.index.sqlite.fts import fts5_match
+
+
+def test_every_term_is_quoted_and_joined_by_the_mode() -> None:
+    assert fts5_match(KeywordQuery(("redis", "分布式"))) == '"redis" OR "分布式"'
+    assert fts5_match(KeywordQuery(("redis", "port"), "and")) == '"redis" AND "port"'
+    assert fts5_match(KeywordQuery(('a"b',))) == '"a""b"'
+
+
+@pytest.fixture(scope="module")
+def fts() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(tokens)")
+    conn.executemany(
+        "INSERT INTO t(tokens) VALUES (?)",
+        [("near and or not",), ('quote " star * minus -',), ("plain words",)],
+    )
+    return conn
+
+
+@given(
+    terms=st.lists(st.text(min_size=1).filter(str.strip), min_size=1, max_size=5),
+    mode=st.sampled_from(["or", "and"]),
+)
+def test_fts5_accepts_any_terms(fts: sqlite3.Connection, terms: list[str], mode: str) -> None:
+    query = KeywordQuery.build(terms, mode)
+    assert query is not None
+    fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (fts5_match(query),)).fetchall()
+
+
+def test_operators_inside_terms_are_ordinary_words(fts: sqlite3.Connection) -> None:
+    query = KeywordQuery(("near", "and"), "and")
+    rows = fts.execute("SELECT tokens FROM t WHERE t MATCH ?", (fts5_match(query),)).fetchall()
+    assert rows == [("near and or not",)]
