@@ -266,12 +266,12 @@ def test_openclaw_faithful_keyword_mode_misses_chinese_words(workspace: Path) ->
         assert mem.search("迁移").results[0].path == "memory/2026-11-28.md"
 
 
-def test_unknown_keyword_modes_are_config_errors(workspace: Path) -> None:
+def test_unknown_keyword_modes_are_config_errors_at_load(workspace: Path) -> None:
     from memdir import ConfigError
 
-    bad = load_config(workspace, {"search": {"keyword_query": "xor"}})
-    with (
-        Memory(workspace, config=bad, embedder=FakeEmbedder()) as mem,
-        pytest.raises(ConfigError, match="keyword_query"),
-    ):
-        mem.search("x")
+    path = write(workspace, ".memdir/config.toml", '[search]\nkeyword_query = "xor"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(workspace)
+    assert str(info.value) == f"{path}: search.keyword_query = 'xor' is not one of: or, and"
+    with pytest.raises(ConfigError, match=r"^arguments: index.keyword_tokenizer = 'jieba'"):
+        load_config(workspace.parent, {"index": {"keyword_tokenizer": "jieba"}})

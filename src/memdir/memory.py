@@ -21,13 +21,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memdir.clock import now
-from memdir.config import MAX_RESULTS, Config, default_workspace, index_url, load_config
+from memdir.config import MAX_RESULTS, Config, default_workspace, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError, WorkspaceError
 from memdir.fileio import read_regular_file
-from memdir.index.manager import IndexManager
+from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, scan_dirty
 from memdir.privacy import SecretGuard
 from memdir.search import SearchResponse, run_search
@@ -156,14 +156,7 @@ class Memory:
             embedder = self._build_embedder()
         self.embedder = embedder
         self.index = IndexManager(
-            self.workspace,
-            embedder=embedder,
-            chunking=self.config.chunking,
-            vector_backend=self.config.index.vector_backend,
-            batch_tokens=self.config.embedding.batch_tokens,
-            keyword_tokenizer=self.config.index.keyword_tokenizer,
-            url=index_url(self.config.index),
-            workspace_id=self.config.index.workspace_id,
+            self.workspace, embedder=embedder, settings=IndexSettings.from_config(self.config)
         )
         #: What searches recalled from the daily logs (SPEC §8); opened on first use.
         self.recalls = RecallStore(self.index.dir / RECALL_NAME)
@@ -400,6 +393,7 @@ class Memory:
                 "note": getattr(embedder, "note", None),
             },
             "vector_backend": self.index.vector_backend,
+            "llm": _chat_llm(self.config),
             "identity_current": self.index.identity_matches(),
             **counts,
             "dirty_files": len(dirty.changed),
@@ -669,3 +663,10 @@ def _short(target: str, limit: int = 60) -> str:
     """A target as the audit record quotes it."""
     one = " ".join(target.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def _chat_llm(config: Config) -> dict[str, str]:
+    """The LLM ``memdir chat`` would use and where its provider came from (for status)."""
+    from memdir.llm.registry import chat_llm_choice  # not loaded by a search
+
+    return chat_llm_choice(config).to_dict()

@@ -28,7 +28,7 @@ from typing import Any
 
 from memdir.config import SearchConfig
 from memdir.embeddings.base import Embedder
-from memdir.errors import ConfigError, ProviderError
+from memdir.errors import ProviderError
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
 from memdir.results import (
@@ -283,11 +283,6 @@ def run_search(
     k = max(1, max_results or config.max_results)
     threshold = config.min_score if min_score is None else min_score
     n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
-    if config.keyword_query not in KEYWORD_QUERIES:
-        raise ConfigError(
-            f"search.keyword_query must be one of {', '.join(KEYWORD_QUERIES)}, "
-            f"not {config.keyword_query!r}"
-        )
     terms = KEYWORD_QUERIES[config.keyword_query](query)
     keywords = KeywordQuery.build(terms, config.keyword_query)
     warnings: list[str] = []
@@ -327,10 +322,7 @@ def run_search(
     if mode == "keyword":
         keyword_only_scores(pool, terms)
     else:
-        fuse = FUSIONS.get(config.fusion)
-        if fuse is None:
-            raise ConfigError(f"search.fusion must be one of {', '.join(FUSIONS)}")
-        fuse(pool, config)
+        FUSIONS[config.fusion](pool, config)
     if config.decay:
         extra_mtimes = (
             manager.read(lambda store: store.file_mtimes(source="extra"))

@@ -152,6 +152,18 @@ def test_environment_variables_are_enough(ws, server, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "configured by environment" in result.stdout
     assert chat_requests(server)[0]["model"] == "env-model"
+    assert (
+        "memdir: llm openai: environment: MEMDIR_LLM_BASE_URL set while llm.provider is 'none'"
+        in result.stderr
+    )
+
+
+def test_a_configured_provider_is_not_announced(ws, server):
+    use_server(server)
+    server.enqueue(200, openai_reply("hi"))
+    result = chat("hello")
+    assert result.exit_code == 0, result.output
+    assert "memdir: llm" not in result.stderr
 
 
 def test_shared_session_over_http(ws, server):

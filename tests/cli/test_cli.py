@@ -80,6 +80,19 @@ def test_status_json_and_table(runner: CliRunner, ws: Path) -> None:
     assert data["files"] >= 4 and data["dirty_files"] == 0
     table = runner.invoke(cli, ["status"], catch_exceptions=False).output
     assert "vector backend" in table and "numpy" in table
+    assert data["llm"] == {"provider": "none", "model": "", "source": "default"}
+    assert "none (default)" in table
+
+
+def test_status_shows_an_llm_chosen_by_the_environment(
+    runner: CliRunner, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    data = json.loads(runner.invoke(cli, ["status", "--json"], catch_exceptions=False).output)
+    assert data["llm"]["provider"] == "openai"
+    assert data["llm"]["source"].startswith("environment: MEMDIR_LLM_BASE_URL set")
+    table = runner.invoke(cli, ["status"], catch_exceptions=False).output
+    assert "openai (environment: MEMDIR_LLM_BASE_URL set" in " ".join(table.split())
 
 
 def test_get_range_and_json(runner: CliRunner, ws: Path) -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
-from memdir.index.manager import IndexManager
+from memdir.index.manager import IndexManager, IndexSettings
 from memdir.workspace import Workspace
 
 
@@ -68,13 +68,8 @@ class Backend:
         chunking: ChunkingConfig | None = None,
         **kwargs: Any,
     ) -> IndexManager:
-        mgr = IndexManager(
-            Workspace(root),
-            embedder=embedder,
-            chunking=chunking or ChunkingConfig(),
-            url=self.url,
-            **kwargs,
-        )
+        settings = IndexSettings(chunking=chunking or ChunkingConfig(), url=self.url, **kwargs)
+        mgr = IndexManager(Workspace(root), embedder=embedder, settings=settings)
         self.managers.append(mgr)
         return mgr
 

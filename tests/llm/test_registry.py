@@ -11,6 +11,7 @@ from memdir.config import Config, LLMConfig, load_config
 from memdir.errors import ConfigError, ProviderUnavailable
 from memdir.llm import LLM, ScriptedLLM, create_llm, llm_names, register_llm
 from memdir.llm.openai import OpenAIChatLLM
+from memdir.llm.registry import chat_llm_choice
 from tests.helpers import write
 
 KEY = "sk-test-SECRET-1234567890"
@@ -188,3 +189,41 @@ def test_workspace_may_pick_the_model_of_the_users_provider(isolated_env, worksp
     config = load_config(workspace).llm
 
     assert (config.provider, config.model) == ("openai", "gpt-4o")
+
+
+# --- the chat model's provider and where it came from ----------------------------------------
+
+
+def test_chat_choice_from_the_config_names_the_file(isolated_env, monkeypatch):
+    path = write(isolated_env, "config.toml", '[llm]\nprovider = "fake"\nmodel = "m1"\n')
+    monkeypatch.setenv("MEMDIR_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # ignored: configured
+
+    choice = chat_llm_choice(load_config())
+
+    assert choice.to_dict() == {
+        "provider": "fake",
+        "model": "m1",
+        "source": f"llm.provider in {path}",
+    }
+
+
+def test_chat_choice_switched_by_the_environment_says_so(isolated_env, monkeypatch):
+    monkeypatch.setenv("MEMDIR_LLM_API_KEY", KEY)
+    monkeypatch.setenv("MEMDIR_LLM_MODEL", "env-model")
+
+    choice = chat_llm_choice(load_config())
+
+    assert choice.settings.provider == "openai"
+    assert choice.settings.model == "env-model"
+    assert choice.source == (
+        "environment: MEMDIR_LLM_API_KEY set while llm.provider is 'none' (default)"
+    )
+    assert KEY not in str(choice.to_dict())
+
+
+def test_chat_choice_without_anything_is_none(isolated_env):
+    assert chat_llm_choice(load_config()).to_dict() == {
+        "provider": "none",
+        "model": "",
+        "source": "default",
+    }

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,7 +20,7 @@ from memdir.config import Config, memdir_home
 from memdir.errors import ConfigError, MemdirError
 from memdir.llm.base import LLM
 from memdir.llm.openai import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV
-from memdir.llm.registry import create_llm
+from memdir.llm.registry import chat_llm_choice, create_llm
 from memdir.memory import Memory
 
 if TYPE_CHECKING:
@@ -30,19 +28,13 @@ if TYPE_CHECKING:
 
 
 def chat_llm(config: Config) -> LLM:
-    """The chat model: ``[llm]`` from the config, or, with ``provider = "none"``, an
-    OpenAI-compatible endpoint named by ``MEMDIR_LLM_BASE_URL`` / ``MEMDIR_LLM_API_KEY``.
+    """The chat model of :func:`memdir.llm.registry.chat_llm_choice`.
 
     Raises:
         ConfigError: no model is configured (the message says exactly what to set).
         ProviderUnavailable: the configured provider cannot run here.
     """
-    settings = config.llm
-    if settings.provider == "none" and (
-        os.environ.get(BASE_URL_ENV) or os.environ.get(API_KEY_ENV)
-    ):
-        settings = replace(settings, provider="openai")
-    llm = create_llm(settings)
+    llm = create_llm(chat_llm_choice(config).settings)
     if llm is None:
         raise ConfigError(
             "no LLM configured: set provider under [llm] in "
@@ -51,6 +43,13 @@ def chat_llm(config: Config) -> LLM:
             f"{API_KEY_ENV} for an OpenAI-compatible server"
         )
     return llm
+
+
+def _say_where_the_llm_comes_from(config: Config) -> None:
+    """One line on stderr when the environment, not the config, chose the provider."""
+    choice = chat_llm_choice(config)
+    if choice.source.startswith("environment"):
+        click.echo(f"memdir: llm {choice.settings.provider}: {choice.source}", err=True)
 
 
 @contextlib.contextmanager
@@ -119,6 +118,7 @@ def chat_command(
     """
     memory, session = _open(ctx, shared, resume)
     with memory, _chat_llm(memory.config) as llm:
+        _say_where_the_llm_comes_from(memory.config)
         interactive = sys.stdin.isatty()
         agent = ChatAgent(
             memory,

@@ -109,6 +109,11 @@ def index_command(ctx: click.Context, force: bool, as_json: bool) -> None:
             err.print(styled(f"skipped: {path}: {reason}"))
 
 
+def _llm_row(llm: dict[str, str]) -> str:
+    model = f" / {llm['model']}" if llm["model"] else ""
+    return f"{llm['provider']}{model} ({llm['source']})"
+
+
 @cli.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.pass_context
@@ -134,6 +139,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
             f"{emb['provider']} / {model}" + (f" ({emb['dims']} dims)" if emb["dims"] else ""),
         ),
         ("vector backend", info["vector_backend"]),
+        ("llm", _llm_row(info["llm"])),
         ("files", str(info["files"])),
         (
             "chunks",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memdir.config import EmbeddingConfig
+from memdir.config import EmbeddingConfig, register_choice
 from memdir.embeddings.base import Embedder
 from memdir.registry import ProviderRegistry
 
@@ -38,7 +38,9 @@ _REGISTRY: ProviderRegistry[EmbeddingConfig, Embedder] = ProviderRegistry(
 
 
 def register_embedder(name: str, factory: Factory) -> None:
-    """Make ``factory`` available as ``embedding.provider = name``."""
+    """Make ``factory`` available as ``embedding.provider = name`` (configs may name it from
+    now on)."""
+    register_choice("embedding.provider", name)
     _REGISTRY.register(name, factory)
 
 

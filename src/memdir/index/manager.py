@@ -16,13 +16,21 @@ import importlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from memdir.config import ChunkingConfig, memdir_home
+from memdir.config import (
+    ChunkingConfig,
+    Config,
+    check_choice,
+    check_index_url,
+    index_url,
+    memdir_home,
+)
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ConfigError
 from memdir.index.base import (
@@ -109,21 +117,57 @@ INDEX_ENGINES: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class IndexSettings:
+    """What the config decides about one workspace's index, in one value (see
+    :meth:`from_config`); every field is checked when it is built.
+
+    Args:
+        url: where the index lives, resolved: empty for the SQLite file in the workspace, or a
+            ``postgresql://`` URL (see :data:`INDEX_ENGINES`).
+        workspace_id: the workspace's id in a shared database; empty:
+            :func:`default_workspace_id`.
+        batch_tokens: the embedding batch size in tokens (``[embedding] batch_tokens``).
+    """
+
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    vector_backend: str = "numpy"
+    keyword_tokenizer: str = "memdir"
+    batch_tokens: int = 8000
+    url: str = ""
+    workspace_id: str = ""
+
+    def __post_init__(self) -> None:
+        check_choice("index.vector_backend", self.vector_backend)
+        check_choice("index.keyword_tokenizer", self.keyword_tokenizer)
+        check_index_url(self.url)
+
+    @classmethod
+    def from_config(cls, config: Config) -> IndexSettings:
+        """The settings of ``config`` (``MEMDIR_INDEX_URL`` and ``env:`` URLs resolved).
+
+        Raises:
+            ConfigError: the index URL names an unset variable or an unknown scheme.
+        """
+        return cls(
+            chunking=config.chunking,
+            vector_backend=config.index.vector_backend,
+            keyword_tokenizer=config.index.keyword_tokenizer,
+            batch_tokens=config.embedding.batch_tokens,
+            url=index_url(config.index),
+            workspace_id=config.index.workspace_id,
+        )
+
+
 def open_lifecycle(options: LifecycleOptions) -> IndexLifecycle:
-    """The lifecycle for ``options.url``, chosen by its scheme.
+    """The lifecycle for ``options.url``, chosen by its scheme (one of
+    :data:`memdir.config.INDEX_URL_SCHEMES`, checked with the settings).
 
     Raises:
-        ConfigError: the scheme is not in :data:`INDEX_ENGINES`.
-        IndexStoreError: the backend's driver is not installed.
+        IndexStoreError: the engine's driver is not installed.
     """
     scheme = urlsplit(options.url).scheme.lower() if options.url else ""
-    target = INDEX_ENGINES.get(scheme)
-    if target is None:
-        raise ConfigError(
-            f"index.url: unsupported scheme {scheme!r}; use postgresql://user@host/db, "
-            "or leave it empty for the SQLite index in the workspace"
-        )
-    module, _, name = target.partition(":")
+    module, _, name = INDEX_ENGINES[scheme].partition(":")
     factory: Callable[[LifecycleOptions], IndexLifecycle] = getattr(
         importlib.import_module(module), name
     )
@@ -134,10 +178,8 @@ class IndexManager:
     """Owns the index of one workspace for one process.
 
     Args:
-        url: where the index lives: empty for the SQLite file in the workspace, or a
-            ``postgresql://`` URL (see :data:`INDEX_ENGINES`).
-        workspace_id: the workspace's id in a shared database; default
-            :func:`default_workspace_id`.
+        settings: chunking, engine and search settings; default :class:`IndexSettings`
+            (build them from a config with :meth:`IndexSettings.from_config`).
     """
 
     def __init__(
@@ -145,35 +187,31 @@ class IndexManager:
         workspace: Workspace,
         *,
         embedder: Embedder | None,
-        chunking: ChunkingConfig,
-        vector_backend: str = "numpy",
-        batch_tokens: int = 8000,
-        keyword_tokenizer: str = "memdir",
-        url: str = "",
-        workspace_id: str = "",
+        settings: IndexSettings | None = None,
     ) -> None:
+        settings = settings or IndexSettings()
         self.workspace = workspace
         self.embedder = embedder
-        self.chunking = chunking
-        self.batch_tokens = batch_tokens
+        self.settings = settings
+        self.chunking = settings.chunking
+        self.keyword_tokenizer = settings.keyword_tokenizer
         self.dir, note = default_index_dir(workspace)
         self.notes: list[str] = []
-        self.keyword_tokenizer = keyword_tokenizer
-        self.workspace_id = workspace_id or default_workspace_id(workspace)
+        self.workspace_id = settings.workspace_id or default_workspace_id(workspace)
         self.lifecycle = open_lifecycle(
             LifecycleOptions(
-                url=url,
+                url=settings.url,
                 state_dir=self.dir,
                 workspace_id=self.workspace_id,
-                vector_backend=vector_backend,
-                keyword_tokenizer=keyword_tokenizer,
+                vector_backend=settings.vector_backend,
+                keyword_tokenizer=settings.keyword_tokenizer,
                 dims=embedder.dims if embedder else 0,
                 state_note=note,
                 notes=self.notes,
             )
         )
         self.identity = index_identity(
-            embedder, chunking, keyword_tokenizer, schema=self.lifecycle.schema_version
+            embedder, self.chunking, self.keyword_tokenizer, schema=self.lifecycle.schema_version
         )
         self._counts: tuple[object, dict[str, int]] | None = None
         self._stats: tuple[object, CorpusStats] | None = None
@@ -249,15 +287,7 @@ class IndexManager:
             if force or not self.identity_matches():
                 self._rebuild(progress, report)
             else:
-                sync_files(
-                    store,
-                    self.workspace,
-                    chunking=self.chunking,
-                    embedder=self.embedder,
-                    keyword_tokenizer=self.keyword_tokenizer,
-                    progress=progress,
-                    report=report,
-                )
+                self._sync_files(store, report, progress)
         return self._embed(progress=progress, report=report, limit=embed_limit)
 
     def refresh(self) -> SyncReport | None:
@@ -278,14 +308,7 @@ class IndexManager:
         if dirty:
             report = SyncReport()
             with self.write_lock():
-                sync_files(
-                    self.store(),
-                    self.workspace,
-                    chunking=self.chunking,
-                    embedder=self.embedder,
-                    keyword_tokenizer=self.keyword_tokenizer,
-                    report=report,
-                )
+                self._sync_files(self.store(), report)
         if self.embedder is not None and (report is not None and report.chunks_written):
             report = self._embed(progress=None, report=report, limit=SEARCH_EMBED_LIMIT)
         return report
@@ -298,7 +321,7 @@ class IndexManager:
         return embed_pending(
             self.store(),
             self.embedder,
-            batch_tokens=self.batch_tokens,
+            batch_tokens=self.settings.batch_tokens,
             pooling=self.chunking.pooling,
             limit=limit,
             progress=progress,
@@ -312,17 +335,23 @@ class IndexManager:
         def fill(fresh: IndexBackend) -> None:
             with fresh.write():
                 fresh.meta_set("identity", json.dumps(self.identity, sort_keys=True))
-            sync_files(
-                fresh,
-                self.workspace,
-                chunking=self.chunking,
-                embedder=self.embedder,
-                keyword_tokenizer=self.keyword_tokenizer,
-                progress=progress,
-                report=report,
-            )
+            self._sync_files(fresh, report, progress)
 
         self.lifecycle.rebuild(fill)
+
+    def _sync_files(
+        self, store: IndexBackend, report: SyncReport, progress: Progress | None = None
+    ) -> None:
+        """Phase 1 of a sync into ``store`` (call under the write lock)."""
+        sync_files(
+            store,
+            self.workspace,
+            chunking=self.chunking,
+            embedder=self.embedder,
+            keyword_tokenizer=self.keyword_tokenizer,
+            progress=progress,
+            report=report,
+        )
 
     # -- reading ------------------------------------------------------------------------
 

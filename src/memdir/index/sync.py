@@ -32,7 +32,7 @@ import numpy as np
 
 from memdir.config import ChunkingConfig
 from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, token_batches
-from memdir.errors import ConfigError, PathNotAllowed, ProviderError
+from memdir.errors import PathNotAllowed, ProviderError
 from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
@@ -123,12 +123,7 @@ def sync_files(
     keyword_tokenizer: str = "memdir",
 ) -> SyncReport:
     """Phase 1: re-chunk changed files, prune deleted ones (see the module docstring)."""
-    tokenize = KEYWORD_TOKENIZERS.get(keyword_tokenizer)
-    if tokenize is None:
-        raise ConfigError(
-            f"index.keyword_tokenizer must be one of {', '.join(KEYWORD_TOKENIZERS)}, "
-            f"not {keyword_tokenizer!r}"
-        )
+    tokenize = KEYWORD_TOKENIZERS[keyword_tokenizer]
     started = time.perf_counter()
     report = report or SyncReport()
     if dirty is None:

@@ -7,9 +7,11 @@ cannot be used raises :class:`~memdir.errors.ProviderUnavailable` saying what to
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-from memdir.config import LLMConfig, resolve_secret
+from memdir.config import Config, LLMConfig, register_choice, resolve_secret
 from memdir.errors import ConfigError, ProviderUnavailable
 from memdir.llm.base import LLM
 from memdir.registry import ProviderRegistry
@@ -28,7 +30,9 @@ _REGISTRY: ProviderRegistry[LLMConfig, LLM] = ProviderRegistry("llm provider", _
 
 
 def register_llm(name: str, factory: Factory) -> None:
-    """Make ``factory`` available as ``llm.provider = name``."""
+    """Make ``factory`` available as ``llm.provider = name`` (configs may name it from now
+    on)."""
+    register_choice("llm.provider", name)
     _REGISTRY.register(name, factory)
 
 
@@ -45,6 +49,42 @@ def create_llm(config: LLMConfig) -> LLM | None:
         ProviderUnavailable: the provider cannot run here (missing package, key, model).
     """
     return _REGISTRY.create(config.provider, config)
+
+
+@dataclass(frozen=True)
+class LLMChoice:
+    """The LLM settings a command will use, and where the provider came from."""
+
+    settings: LLMConfig
+    #: ``default``, ``<config file> [llm] provider``, ``arguments``, or the environment
+    #: variables that switched ``provider = "none"`` to an OpenAI-compatible endpoint.
+    source: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "provider": self.settings.provider,
+            "model": self.settings.model,
+            "source": self.source,
+        }
+
+
+def chat_llm_choice(config: Config) -> LLMChoice:
+    """The chat model's settings: ``[llm]`` from the config, or — only while it says
+    ``provider = "none"`` — an OpenAI-compatible endpoint named by ``MEMDIR_LLM_BASE_URL`` or
+    ``MEMDIR_LLM_API_KEY`` (model from ``MEMDIR_LLM_MODEL``). ``memdir status`` and the chat
+    banner show the choice and its source, so an environment variable never switches the
+    provider unseen."""
+    from memdir.llm.openai import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV
+
+    settings = config.llm
+    origin = config.origin("llm.provider")
+    source = "default" if origin == "default" else f"llm.provider in {origin}"
+    found = [var for var in (BASE_URL_ENV, API_KEY_ENV) if os.environ.get(var)]
+    if settings.provider == "none" and found:
+        model = settings.model or os.environ.get(MODEL_ENV, "").strip()
+        settings = replace(settings, provider="openai", model=model)
+        source = f"environment: {' and '.join(found)} set while llm.provider is 'none' ({source})"
+    return LLMChoice(settings, source)
 
 
 def openai_from_config(config: LLMConfig) -> LLM:

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from memdir import FakeEmbedder, Memory, init_workspace
-from memdir.config import ChunkingConfig, index_url, load_config
+from memdir.config import IndexConfig, index_url, load_config
 from memdir.errors import ConfigError, IndexStoreError
 from memdir.index.base import IndexBackend, KeywordQuery
 from memdir.index.bm25 import bm25_term, lucene_idf
-from memdir.index.manager import IndexManager, default_workspace_id
+from memdir.index.manager import IndexManager, IndexSettings, default_workspace_id
 from memdir.text import index_tokens, query_terms
 from memdir.workspace import Workspace
 from tests.helpers import write
@@ -67,11 +67,18 @@ def test_url_from_an_env_reference(isolated_env: Path, monkeypatch: pytest.Monke
     assert index_url(load_config().index) == "postgresql://memdir:s3cret@db/memdir"
 
 
-def test_unknown_url_scheme_is_a_config_error(workspace: Path) -> None:
+def test_unknown_url_scheme_is_a_config_error(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(ConfigError, match="postgresql://"):
-        IndexManager(
-            Workspace(workspace), embedder=None, chunking=ChunkingConfig(), url="mysql://db/x"
-        )
+        IndexSettings(url="mysql://db/x")
+    path = write(isolated_env, "config.toml", '[index]\nurl = "mysql://db/x"\n')
+    with pytest.raises(ConfigError, match="'mysql' is not one of: postgresql") as info:
+        load_config()
+    assert str(path) in str(info.value)
+    monkeypatch.setenv("MEMDIR_INDEX_URL", "mysql://db/x")
+    with pytest.raises(ConfigError, match="MEMDIR_INDEX_URL: scheme 'mysql'"):
+        index_url(IndexConfig())
 
 
 def test_missing_driver_names_the_extra(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,8 +87,7 @@ def test_missing_driver_names_the_extra(workspace: Path, monkeypatch: pytest.Mon
         IndexManager(
             Workspace(workspace),
             embedder=None,
-            chunking=ChunkingConfig(),
-            url="postgresql://memdir@localhost/memdir",
+            settings=IndexSettings(url="postgresql://memdir@localhost/memdir"),
         )
 
 
@@ -120,11 +126,7 @@ class PgHelper:
 
     def manager(self, root: Path, embedder: Any = None, **kwargs: Any) -> IndexManager:
         mgr = IndexManager(
-            Workspace(root),
-            embedder=embedder,
-            chunking=kwargs.pop("chunking", ChunkingConfig()),
-            url=self.url,
-            **kwargs,
+            Workspace(root), embedder=embedder, settings=IndexSettings(url=self.url, **kwargs)
         )
         self.managers.append(mgr)
         return mgr
@@ -321,7 +323,7 @@ def test_hosts_sharing_a_workspace_do_not_rehash_or_prune_each_other(
 def _index_repeatedly(url: str, root: str, rounds: int, queue: Any) -> None:
     try:
         mgr = IndexManager(
-            Workspace(root), embedder=FakeEmbedder(), chunking=ChunkingConfig(), url=url
+            Workspace(root), embedder=FakeEmbedder(), settings=IndexSettings(url=url)
         )
         for i in range(rounds):
             mgr.sync(force=i % 5 == 0)

@@ -12,15 +12,14 @@ import pytest
 
 from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
-from memdir.index.manager import IndexManager
+from memdir.index.manager import IndexManager, IndexSettings
 from memdir.workspace import Workspace
 from tests.helpers import write
 
 
 def _manager(root: Path, embedder: FakeEmbedder | None, tokens: int = 400) -> IndexManager:
-    return IndexManager(
-        Workspace(root), embedder=embedder, chunking=ChunkingConfig(tokens=tokens, overlap=20)
-    )
+    chunking = ChunkingConfig(tokens=tokens, overlap=20)
+    return IndexManager(Workspace(root), embedder=embedder, settings=IndexSettings(chunking))
 
 
 def test_identity_change_rebuilds_into_a_new_file(workspace: Path) -> None:

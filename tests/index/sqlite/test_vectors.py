@@ -8,10 +8,15 @@ import numpy as np
 import pytest
 
 from memdir import FakeEmbedder
-from memdir.config import ChunkingConfig
+from memdir.config import IndexConfig, allowed_values
 from memdir.errors import ConfigError
-from memdir.index.manager import IndexManager
-from memdir.index.sqlite.vectors import NumpyVectorSearch, SqliteVecSearch, create_vector_search
+from memdir.index.manager import IndexManager, IndexSettings
+from memdir.index.sqlite.vectors import (
+    VECTOR_BACKENDS,
+    NumpyVectorSearch,
+    SqliteVecSearch,
+    create_vector_search,
+)
 from memdir.workspace import Workspace
 from tests.helpers import write
 
@@ -39,7 +44,7 @@ def _index(workspace: Path) -> IndexManager:
     for i in range(120):
         words = rng.choice(WORDS, size=12)
         write(workspace, f"memory/n{i}.md", " ".join(words) + "\n")
-    mgr = IndexManager(Workspace(workspace), embedder=FakeEmbedder(), chunking=ChunkingConfig())
+    mgr = IndexManager(Workspace(workspace), embedder=FakeEmbedder())
     mgr.sync()
     return mgr
 
@@ -67,9 +72,16 @@ def test_numpy_cache_sees_new_vectors(workspace: Path) -> None:
     assert search.search(mgr.store(), query, 1)[0][1] > 0.99
 
 
-def test_unknown_backend_is_a_config_error(workspace: Path) -> None:
-    with pytest.raises(ConfigError, match="numpy"):
-        create_vector_search("faiss", workspace / "x.sqlite")
+def test_unknown_backend_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="'faiss' is not one of: numpy, sqlite-vec"):
+        IndexConfig(vector_backend="faiss")
+    with pytest.raises(ConfigError, match="'faiss' is not one of: numpy, sqlite-vec"):
+        IndexSettings(vector_backend="faiss")
+
+
+def test_every_configurable_backend_exists() -> None:
+    assert tuple(VECTOR_BACKENDS) == allowed_values("index.vector_backend")
+    assert isinstance(create_vector_search("numpy", Path("unused")), NumpyVectorSearch)
 
 
 def test_sqlite_vec_matches_numpy(workspace: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memdir.embeddings.base import Vectors
-from memdir.errors import ConfigError, ProviderUnavailable
+from memdir.errors import ProviderUnavailable
 from memdir.extras import install_hint
 from memdir.index.sqlite.store import SqliteStore
 
@@ -111,18 +111,12 @@ def _open_vec_connection(path: Path) -> Any:
 
 
 def create_vector_search(backend: str, path: Path) -> SqliteVectorSearch:
-    """Build the vector backend named in ``index.vector_backend``.
+    """Build the vector backend named in ``index.vector_backend`` (checked with the config).
 
     Raises:
-        ConfigError: unknown backend name.
         ProviderUnavailable: sqlite-vec cannot be loaded here.
     """
-    factory = VECTOR_BACKENDS.get(backend)
-    if factory is None:
-        raise ConfigError(
-            f"unknown vector backend {backend!r}: choose one of {', '.join(VECTOR_BACKENDS)}"
-        )
-    return factory(path)
+    return VECTOR_BACKENDS[backend](path)
 
 
 VECTOR_BACKENDS: dict[str, Callable[[Path], SqliteVectorSearch]] = {
