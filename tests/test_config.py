@@ -331,3 +331,19 @@ def test_workspace_config_may_add_extra_paths_inside(tmp_path):
     (ws / ".memdir").mkdir(parents=True)
     (ws / ".memdir" / "config.toml").write_text('[index]\nextra_paths = ["docs"]\n')
     assert load_config(ws).index.extra_paths == ("docs",)
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama", "gemini"])
+def test_workspace_may_not_choose_a_remote_embedder(isolated_env, workspace, provider):
+    path = workspace_config(workspace, f'[embedding]\nprovider = "{provider}"\n')
+
+    with pytest.raises(ConfigError, match=r"embedding\.provider fake, local, none") as info:
+        load_config(workspace)
+    assert str(path) in str(info.value) and repr(provider) in str(info.value)
+
+
+@pytest.mark.parametrize("provider", ["local", "none", "fake"])
+def test_workspace_may_choose_a_local_embedder(workspace, provider):
+    workspace_config(workspace, f'[embedding]\nprovider = "{provider}"\n')
+
+    assert load_config(workspace).embedding.provider == provider

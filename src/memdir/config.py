@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, ProviderUnavailable
 
 #: Keys a workspace-local config may never set: they steer where data and keys go.
 _WORKSPACE_FORBIDDEN = {
@@ -38,10 +38,12 @@ _WORKSPACE_FORBIDDEN = {
     ("index", "url"),
     ("index", "workspace_id"),
 }
-#: Embedding providers a workspace-local config may choose (none of them sends data away).
-_WORKSPACE_PROVIDERS = frozenset({"local", "none", "fake"})
-#: LLM providers a workspace-local config may choose (none of them sends data away).
-_WORKSPACE_LLM_PROVIDERS = frozenset({"none", "fake"})
+#: Providers a workspace-local config may choose (none of them sends data away), by section,
+#: and what a remote one would send.
+_WORKSPACE_PROVIDERS = {
+    "embedding": (frozenset({"local", "none", "fake"}), "your notes"),
+    "llm": (frozenset({"none", "fake"}), "your conversations"),
+}
 
 #: The enumerated settings and their allowed values: the one list. What acts on them is keyed
 #: by exactly these names — the provider registries, ``memdir.search.FUSIONS`` and
@@ -96,6 +98,17 @@ def check_choice_in(key: str, value: str, allowed: tuple[str, ...], when: str) -
     """
     if value not in allowed:
         raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(allowed)} (for {when})")
+
+
+def check_index_values(vector_backend: str, keyword_tokenizer: str, url: str) -> None:
+    """Check the enumerated ``[index]`` values (see :func:`check_choice`, :func:`check_index_url`).
+
+    Raises:
+        ConfigError: a value is not allowed.
+    """
+    check_choice("index.vector_backend", vector_backend)
+    check_choice("index.keyword_tokenizer", keyword_tokenizer)
+    check_index_url(url)
 
 
 def check_index_url(url: str, *, what: str = "index.url") -> None:
@@ -255,9 +268,7 @@ class IndexConfig:
     workspace_id: str = ""
 
     def __post_init__(self) -> None:
-        check_choice("index.vector_backend", self.vector_backend)
-        check_choice("index.keyword_tokenizer", self.keyword_tokenizer)
-        check_index_url(self.url)
+        check_index_values(self.vector_backend, self.keyword_tokenizer, self.url)
         if self.url and not self.url.startswith("env:") and urlsplit(self.url).password:
             raise ConfigError(
                 "index.url must not contain a password: use PGPASSWORD or ~/.pgpass, "
@@ -425,29 +436,26 @@ def load_config(
                     f"(a cloned workspace must not redirect your keys); "
                     f"put it in {user_file} instead"
                 )
-        provider = data.get("embedding", {})
-        provider = provider.get("provider") if isinstance(provider, Mapping) else None
-        if provider is not None and provider not in _WORKSPACE_PROVIDERS:
-            raise ConfigError(
-                f"{ws_file}: a workspace config may only choose a local embedding provider "
-                f"({', '.join(sorted(_WORKSPACE_PROVIDERS))}), not {provider!r}: a cloned "
-                f"workspace must not send your notes to a remote service; set it in {user_file}"
-            )
-        llm_provider = data.get("llm", {})
-        llm_provider = llm_provider.get("provider") if isinstance(llm_provider, Mapping) else None
-        if llm_provider is not None and llm_provider not in _WORKSPACE_LLM_PROVIDERS:
-            raise ConfigError(
-                f"{ws_file}: a workspace config may only choose llm.provider "
-                f"{' or '.join(sorted(_WORKSPACE_LLM_PROVIDERS))}, not {llm_provider!r}: a cloned "
-                f"workspace must not send your conversations to a remote service; "
-                f"set it in {user_file}"
-            )
+        _check_workspace_providers(data, ws_file, user_file)
         _check_workspace_extra_paths(data, ws_file)
         _check_workspace_privacy(data, ws_file, user_file)
         config = _merge(config, data, origin=str(ws_file))
     if overrides:
         config = _merge(config, overrides, origin="arguments")
     return config
+
+
+def _check_workspace_providers(data: Mapping[str, Any], ws_file: Path, user_file: Path) -> None:
+    """A workspace config may only choose providers that keep data on this machine."""
+    for section, (allowed, what) in _WORKSPACE_PROVIDERS.items():
+        table = data.get(section, {})
+        provider = table.get("provider") if isinstance(table, Mapping) else None
+        if provider is not None and provider not in allowed:
+            raise ConfigError(
+                f"{ws_file}: a workspace config may only choose {section}.provider "
+                f"{', '.join(sorted(allowed))}, not {provider!r}: a cloned workspace must not "
+                f"send {what} to a remote service; set it in {user_file}"
+            )
 
 
 def _check_workspace_extra_paths(data: Mapping[str, Any], ws_file: Path) -> None:
@@ -497,6 +505,23 @@ def resolve_secret(value: str, *, what: str) -> str:
     if not secret:
         raise ConfigError(f"{what} refers to ${var}, which is not set")
     return secret
+
+
+def resolve_api_key(value: str, *, what: str) -> str:
+    """A provider's ``api_key`` setting resolved like :func:`resolve_secret`, except that an
+    unset variable makes the provider unavailable (the caller can fall back) rather than being
+    a config error.
+
+    Raises:
+        ConfigError: ``value`` is a literal secret instead of an ``env:VAR`` reference.
+        ProviderUnavailable: the referenced variable is not set.
+    """
+    try:
+        return resolve_secret(value, what=what)
+    except ConfigError as exc:
+        if not value.startswith("env:"):
+            raise
+        raise ProviderUnavailable(f"{exc}: export {value[4:]}=… or change {what}") from exc
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

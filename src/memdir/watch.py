@@ -34,7 +34,7 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from memdir.index.sync import SyncReport
 from memdir.memory import Memory
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE, SKILLS_DIR, STATE_DIR, Workspace
+from memdir.workspace import MEMORY_DIR, MEMORY_FILE, SKILLS_DIR, STATE_DIR, Workspace, is_within
 
 #: Quiet time after the last change before the index is synced (seconds).
 DEBOUNCE_S = 1.5
@@ -85,15 +85,7 @@ def is_indexable_change(workspace: Workspace, path: str, *, is_directory: bool =
             return is_directory or not parts[-1].startswith(".")
         if parts == (MEMORY_FILE,) and not is_directory:
             return True
-    return any(_within(candidate, extra) for extra in workspace.extra_paths)
-
-
-def _within(path: Path, folder: Path) -> bool:
-    try:
-        path.relative_to(folder)
-    except ValueError:
-        return False
-    return True
+    return any(is_within(candidate, extra) for extra in workspace.extra_paths)
 
 
 class _Handler(FileSystemEventHandler):
@@ -178,7 +170,7 @@ class WorkspaceWatcher:
         for folder in self._note_folders():
             self._schedule(folder, recursive=True)
         for extra in self.memory.workspace.extra_paths:
-            if any(_within(extra, folder) for folder in self._note_folders()):
+            if any(is_within(extra, folder) for folder in self._note_folders()):
                 continue
             if extra.is_dir():
                 self._schedule(extra, recursive=True)

@@ -185,12 +185,12 @@ class Workspace:
             resolved = lexical.resolve()
             # A relative path names a place in the workspace: a symlink there must not lead out
             # (a cloned repository carries links). `..` in the user's own config is explicit.
-            if _within(lexical, self.root) and not _within(resolved, self.root):
+            if is_within(lexical, self.root) and not is_within(resolved, self.root):
                 self.warnings.append(
                     f"index.extra_paths: {entry!r} leads out of the workspace (to {resolved}) "
                     "through a symlink: not indexed and not readable"
                 )
-            elif _within(resolved, self.state_dir):
+            elif is_within(resolved, self.state_dir):
                 self.warnings.append(f"index.extra_paths: {entry!r} is memdir's state folder")
             else:
                 kept.append(resolved)
@@ -316,7 +316,7 @@ class Workspace:
             raise PathNotAllowed(f"{path}: '..' is not allowed in memory paths")
         if raw.is_absolute():
             for extra in self.extra_paths:
-                if _within(raw, extra):
+                if is_within(raw, extra):
                     _refuse_symlinks(raw, stop_at=extra)
                     return _checked_target(raw, extra, path)
             try:
@@ -331,7 +331,7 @@ class Workspace:
         candidate = self.root / raw
         base = self.root
         if not allowed:
-            base = next((e for e in self.extra_paths if _within(candidate, e)), Path())
+            base = next((e for e in self.extra_paths if is_within(candidate, e)), Path())
             if base == Path():
                 raise PathNotAllowed(
                     f"{path}: only MEMORY.md, memory/**, skills/** and configured extra paths "
@@ -626,7 +626,8 @@ def _walk_md(
         stack.extend(reversed(subfolders))
 
 
-def _within(path: Path, folder: Path) -> bool:
+def is_within(path: Path, folder: Path) -> bool:
+    """True when ``path`` is ``folder`` or inside it (by their names; nothing is resolved)."""
     try:
         path.relative_to(folder)
     except ValueError:
@@ -654,7 +655,7 @@ def _checked_target(candidate: Path, base: Path, shown: str) -> Path:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise PathNotAllowed(f"{shown}: {describe_mode(st.st_mode)}, not a regular file")
-    if not _within(Path(os.path.realpath(candidate)), base):
+    if not is_within(Path(os.path.realpath(candidate)), base):
         raise PathNotAllowed(f"{shown}: leads outside {base} once symlinks are resolved")
     return candidate
 

@@ -10,10 +10,10 @@ import pytest
 from memdir.config import EmbeddingConfig
 from memdir.embeddings import Embedder, create_embedder, embedder_names
 from memdir.embeddings.gemini import GeminiEmbedder
-from memdir.embeddings.http import provider_key_for, retry_delay
 from memdir.embeddings.ollama import OllamaEmbedder
 from memdir.embeddings.openai import OpenAIEmbedder
 from memdir.errors import ConfigError, ProviderResponseError, ProviderUnavailable
+from memdir.http import provider_key_for, retry_delay
 from memdir.text import estimate_tokens
 
 KEY = "sk-test-SECRET-1234567890"

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import IndexStoreError
-from memdir.index.sqlite.schema import apply_migrations
 from memdir.search import SearchResponse
+from memdir.sqlitedb import apply_migrations, open_wal
 from memdir.text import has_cjk, stem
 from memdir.workspace import is_daily_log
 
@@ -420,17 +420,7 @@ def _entry(row: tuple[Any, ...]) -> RecallEntry:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-    )
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        _migrate(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    return open_wal(path, timeout=BUSY_TIMEOUT_S, migrate=_migrate)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -21,8 +21,9 @@ from urllib.parse import quote
 
 import httpx
 
-from memdir.embeddings.http import HTTPEmbedder, Sleep, endpoint_url, expect_list, is_local_url
+from memdir.embeddings.http import HTTPEmbedder, Sleep, expect_list
 from memdir.errors import ProviderResponseError, ProviderUnavailable
+from memdir.http import endpoint_url, is_local_url
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 DEFAULT_MODEL = "text-embedding-004"

@@ -14,7 +14,8 @@ from typing import Any
 
 import httpx
 
-from memdir.embeddings.http import HTTPEmbedder, Sleep, endpoint_url, expect_list
+from memdir.embeddings.http import HTTPEmbedder, Sleep, expect_list
+from memdir.http import endpoint_url
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "nomic-embed-text"

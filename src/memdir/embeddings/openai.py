@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from memdir.embeddings.http import HTTPEmbedder, Sleep, endpoint_url, expect_list
+from memdir.embeddings.http import HTTPEmbedder, Sleep, expect_list
 from memdir.errors import ProviderResponseError, ProviderUnavailable
+from memdir.http import endpoint_url
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "text-embedding-3-small"

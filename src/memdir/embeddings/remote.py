@@ -11,10 +11,10 @@ than a config error.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from memdir.config import EmbeddingConfig, resolve_secret
+from memdir.config import EmbeddingConfig, resolve_api_key
 from memdir.embeddings.base import Embedder
-from memdir.errors import ConfigError, ProviderUnavailable
 
 Register = Callable[[str, Callable[[EmbeddingConfig], Embedder | None]], None]
 
@@ -33,10 +33,8 @@ def openai_from_config(config: EmbeddingConfig) -> Embedder:
     return OpenAIEmbedder(
         config.base_url or None,
         config.model or None,
-        _api_key(config) or None,
-        batch_tokens=config.batch_tokens,
-        timeout=config.timeout,
-        max_retries=config.max_retries,
+        _api_key(config),
+        **_http_options(config),
     )
 
 
@@ -47,9 +45,7 @@ def ollama_from_config(config: EmbeddingConfig) -> Embedder:
     return OllamaEmbedder(
         config.base_url or None,
         config.model or None,
-        batch_tokens=config.batch_tokens,
-        timeout=config.timeout,
-        max_retries=config.max_retries,
+        **_http_options(config),
     )
 
 
@@ -60,25 +56,20 @@ def gemini_from_config(config: EmbeddingConfig) -> Embedder:
     return GeminiEmbedder(
         config.base_url or None,
         config.model or None,
-        _api_key(config) or None,
-        batch_tokens=config.batch_tokens,
-        timeout=config.timeout,
-        max_retries=config.max_retries,
+        _api_key(config),
+        **_http_options(config),
     )
 
 
-def _api_key(config: EmbeddingConfig) -> str:
-    """Resolve ``config.api_key``; an unset variable makes the provider unavailable.
+def _api_key(config: EmbeddingConfig) -> str | None:
+    """The resolved ``api_key`` (None when not set: the provider's environment variable)."""
+    return resolve_api_key(config.api_key, what="embedding.api_key") or None
 
-    Raises:
-        ConfigError: ``api_key`` is a literal secret instead of an ``env:VAR`` reference.
-        ProviderUnavailable: the referenced variable is not set.
-    """
-    try:
-        return resolve_secret(config.api_key, what="embedding.api_key")
-    except ConfigError as exc:
-        if not config.api_key.startswith("env:"):
-            raise
-        raise ProviderUnavailable(
-            f"{exc}: export {config.api_key[4:]}=… or change embedding.api_key"
-        ) from exc
+
+def _http_options(config: EmbeddingConfig) -> dict[str, Any]:
+    """The request settings every remote embedder takes."""
+    return {
+        "batch_tokens": config.batch_tokens,
+        "timeout": config.timeout,
+        "max_retries": config.max_retries,
+    }

@@ -26,8 +26,7 @@ import numpy as np
 from memdir.config import (
     ChunkingConfig,
     Config,
-    check_choice,
-    check_index_url,
+    check_index_values,
     index_url,
     memdir_home,
 )
@@ -138,9 +137,7 @@ class IndexSettings:
     workspace_id: str = ""
 
     def __post_init__(self) -> None:
-        check_choice("index.vector_backend", self.vector_backend)
-        check_choice("index.keyword_tokenizer", self.keyword_tokenizer)
-        check_index_url(self.url)
+        check_index_values(self.vector_backend, self.keyword_tokenizer, self.url)
 
     @classmethod
     def from_config(cls, config: Config) -> IndexSettings:

@@ -21,9 +21,9 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memdir.embeddings.http import display_url, is_local_url, normalize_base_url
 from memdir.errors import ProviderResponseError, ProviderUnavailable
 from memdir.extras import install_hint
+from memdir.http import display_url, is_local_url, normalize_base_url
 from memdir.llm.anthropic_wire import (
     EventAssembler,
     anthropic_tools,

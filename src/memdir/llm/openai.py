@@ -5,8 +5,8 @@ LM Studio, DashScope and DeepSeek: ``POST {base_url}/chat/completions`` with
 ``{"model": …, "messages": [...]}``, answered with ``{"choices": [{"message": {"content": …}}]}``.
 The chat agent also sends ``tools`` and reads ``tool_calls``, streamed or not
 (:mod:`memdir.llm.openai_wire` has the formats). Retries (429, 5xx, timeouts) and error
-messages come from :func:`memdir.embeddings.http.post_json` and
-:func:`~memdir.embeddings.http.open_stream`.
+messages come from :func:`memdir.http.post_json` and
+:func:`~memdir.http.open_stream`.
 
 Where settings come from, first found wins:
 
@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import EventSource
 
-from memdir.embeddings.http import (
+from memdir.errors import ProviderResponseError, ProviderUnavailable
+from memdir.http import (
     Sleep,
     display_url,
     endpoint_url,
@@ -42,7 +43,6 @@ from memdir.embeddings.http import (
     open_stream,
     post_json,
 )
-from memdir.errors import ProviderResponseError, ProviderUnavailable
 from memdir.llm.base import Message
 from memdir.llm.chat import (
     ChatEvent,

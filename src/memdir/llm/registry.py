@@ -11,8 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from memdir.config import Config, LLMConfig, register_choice, resolve_secret
-from memdir.errors import ConfigError, ProviderUnavailable
+from memdir.config import Config, LLMConfig, register_choice, resolve_api_key
 from memdir.llm.base import LLM
 from memdir.registry import ProviderRegistry
 
@@ -94,7 +93,7 @@ def openai_from_config(config: LLMConfig) -> LLM:
     return OpenAIChatLLM(
         config.base_url or None,
         config.model or None,
-        _api_key(config) or None,
+        resolve_api_key(config.api_key, what="llm.api_key") or None,
         timeout=config.timeout,
         max_retries=config.max_retries,
         max_output_tokens=config.max_output_tokens,
@@ -107,7 +106,7 @@ def anthropic_from_config(config: LLMConfig) -> LLM:
 
     return AnthropicLLM(
         config.model or None,
-        _api_key(config) or None,
+        resolve_api_key(config.api_key, what="llm.api_key") or None,
         base_url=config.base_url or None,
         timeout=config.timeout,
         max_retries=config.max_retries,
@@ -120,20 +119,3 @@ def fake_from_config(config: LLMConfig) -> LLM:
     from memdir.llm.fake import ScriptedLLM
 
     return ScriptedLLM(model=config.model or "scripted")
-
-
-def _api_key(config: LLMConfig) -> str:
-    """Resolve ``config.api_key``; an unset variable makes the provider unavailable.
-
-    Raises:
-        ConfigError: ``api_key`` is a literal secret instead of an ``env:VAR`` reference.
-        ProviderUnavailable: the referenced variable is not set.
-    """
-    try:
-        return resolve_secret(config.api_key, what="llm.api_key")
-    except ConfigError as exc:
-        if not config.api_key.startswith("env:"):
-            raise
-        raise ProviderUnavailable(
-            f"{exc}: export {config.api_key[4:]}=… or change llm.api_key"
-        ) from exc

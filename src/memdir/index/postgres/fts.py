@@ -8,6 +8,7 @@ from typing import Any
 
 from memdir.index.base import CorpusStats, KeywordQuery
 from memdir.index.bm25 import K1, B
+from memdir.index.postgres.schema import WorkspaceRows
 
 #: The rare query terms may bring at most this many rows to pre-rank (see ``_candidates``).
 SCAN_CAP = 2000
@@ -18,15 +19,9 @@ def _tsquery_lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-class PostgresKeywordSearch:
+class PostgresKeywordSearch(WorkspaceRows):
     """The keyword-search methods of :class:`~memdir.index.postgres.store.PostgresStore`
     (a mixin: it reads the store's ``conn`` and ``workspace_id``)."""
-
-    conn: Any
-    workspace_id: str
-
-    def _one(self, query: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
-        return self.conn.execute(query, params).fetchone()
 
     # -- keyword search -----------------------------------------------------------------
 

@@ -8,7 +8,7 @@ together migrate once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -231,3 +231,14 @@ def ensure_vector_index(conn: Any, dims: int) -> bool:
             f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE dims = {dims}"
         )
     return True
+
+
+class WorkspaceRows:
+    """What the parts of :class:`~memdir.index.postgres.store.PostgresStore` share: its
+    connection, its workspace and one-row queries."""
+
+    conn: Any
+    workspace_id: str
+
+    def _one(self, query: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        return self.conn.execute(query, params).fetchone()

@@ -3,13 +3,13 @@ nearest-neighbour SQL over ``memdir_vectors``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from memdir.embeddings.base import Vectors
-from memdir.index.postgres.schema import EXACT_SEARCH_MAX, HNSW_MAX_DIMS
+from memdir.index.postgres.schema import EXACT_SEARCH_MAX, HNSW_MAX_DIMS, WorkspaceRows
 
 #: ``hnsw.ef_search`` for a query asking for ``k`` neighbours: max(this, 2k), at most 1000.
 #: Measured on 17,643 real USE vectors (docs/benchmarks-postgres.md): recall@10 0.93 at 64,
@@ -22,15 +22,9 @@ def _to_numpy(value: Any) -> Vectors:
     return np.asarray(array, dtype=np.float32)
 
 
-class PostgresVectorSearch:
+class PostgresVectorSearch(WorkspaceRows):
     """The vector-search methods of :class:`~memdir.index.postgres.store.PostgresStore`
     (a mixin: it reads the store's ``conn`` and ``workspace_id``)."""
-
-    conn: Any
-    workspace_id: str
-
-    def _one(self, query: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
-        return self.conn.execute(query, params).fetchone()
 
     # -- vectors ------------------------------------------------------------------------
 

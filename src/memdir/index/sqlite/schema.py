@@ -16,7 +16,8 @@ Never edit a migration that has shipped: add the next one. Tables (SPEC §3):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+
+from memdir.sqlitedb import apply_migrations
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema
@@ -88,48 +89,3 @@ def migrate(conn: sqlite3.Connection) -> int:
             f"index schema {found} is newer than this memdir ({known})"
         ),
     )
-
-
-def apply_migrations(
-    conn: sqlite3.Connection,
-    migrations: Sequence[str],
-    *,
-    newer: Callable[[int, int], Exception],
-) -> int:
-    """Bring ``PRAGMA user_version`` up to ``len(migrations)``, one transaction per migration.
-
-    Safe when several processes open a new database at once: each migration re-reads the
-    version after taking the write lock.
-
-    Args:
-        conn: a connection in autocommit mode (``isolation_level=None``).
-        migrations: SQL scripts; statements separated by ``;`` (no triggers).
-        newer: builds the error raised when the database is newer than ``migrations``.
-
-    Returns:
-        The schema version after migrating.
-    """
-    target = len(migrations)
-    version = _user_version(conn)
-    if version > target:
-        raise newer(version, target)
-    while version < target:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have migrated while we waited for the write lock.
-            version = _user_version(conn)
-            if version < target:
-                for statement in migrations[version].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                version += 1
-                conn.execute(f"PRAGMA user_version = {version}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-    return target
-
-
-def _user_version(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])

@@ -21,6 +21,7 @@ from memdir.embeddings.base import Vectors
 from memdir.index.base import ChunkRow, FileRow, NewChunk
 from memdir.index.sqlite.fts import SqliteKeywordSearch
 from memdir.index.sqlite.schema import migrate
+from memdir.sqlitedb import open_wal
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -33,18 +34,7 @@ def connect(path: Path) -> sqlite3.Connection:
     Raises:
         sqlite3.DatabaseError: the file is not a usable SQLite database.
     """
-    conn = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-    )
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        migrate(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    return open_wal(path, timeout=BUSY_TIMEOUT_S, migrate=migrate, foreign_keys=True)
 
 
 class SqliteStore(SqliteKeywordSearch):
