@@ -197,8 +197,8 @@ class Vocabulary:
 
 
 def estimate_tokens(text: str) -> int:
-    """SPEC §3's estimate (a CJK char is a token, else 4 chars), kept here so that the corpus
-    does not change when memdir's tokenizer does."""
+    """The token estimate of docs/design.md#chunking (a CJK char is a token, else 4 chars),
+    kept here so that the corpus does not change when memdir's tokenizer does."""
     cjk = len(_CJK_RE.findall(text))
     return cjk + (len(text) - cjk + 3) // 4
 

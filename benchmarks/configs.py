@@ -28,8 +28,8 @@ class BenchConfig:
     about: str = ""
 
 
-#: OpenClaw's shipped settings (SPEC §3, §5): its chunking and snippet size too, so that the
-#: configuration does not inherit memdir's tuned defaults.
+#: OpenClaw's shipped settings (docs/design.md#openclaw): its chunking and snippet size too, so
+#: that the configuration does not inherit memdir's tuned defaults.
 _OPENCLAW = {
     "index": {"keyword_tokenizer": "plain"},
     "chunking": {"tokens": 400, "overlap": 80, "pooling": "chunk"},
@@ -101,7 +101,7 @@ CONFIGS: dict[str, BenchConfig] = {
         BenchConfig(
             "spec-fusion",
             {"search": {"score_both_legs": False}},
-            about="defaults with SPEC's fusion: a leg that missed a chunk scores it 0",
+            about="defaults with OpenClaw's fusion: a leg that missed a chunk scores it 0",
         ),
         BenchConfig(
             "c175",

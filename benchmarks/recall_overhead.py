@@ -1,4 +1,4 @@
-"""What recall tracking (dreaming, SPEC §8) adds to ``Memory.search``.
+"""What recall tracking (dreaming, docs/design.md#dreaming) adds to ``Memory.search``.
 
     PYTHONPATH=src python benchmarks/recall_overhead.py            # 300 notes, 300 queries
     PYTHONPATH=src python benchmarks/recall_overhead.py --quick    # smoke run (~10 s)

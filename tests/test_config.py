@@ -42,13 +42,13 @@ def test_defaults_match_the_spec():
     assert search.text_weight == 0.3
     assert search.candidate_multiplier == 4
     assert search.max_candidates == 200
-    assert search.snippet_chars == 750  # tuned: docs/benchmarks.md (SPEC 700)
-    assert search.score_both_legs is True  # tuned (SPEC: missing side = 0)
+    assert search.snippet_chars == 750  # tuned: docs/design.md#search (OpenClaw 700)
+    assert search.score_both_legs is True  # tuned (OpenClaw: a missing leg scores 0)
     assert search.mmr is True
     assert search.mmr_lambda == 0.7
     assert search.decay is False  # tuned on LoCoMo dev: see docs/benchmarks.md
     assert search.half_life_days == 30
-    assert config.chunking.tokens == 200  # tuned: docs/benchmarks.md (SPEC 400/80)
+    assert config.chunking.tokens == 200  # tuned: docs/design.md#chunking (OpenClaw 400/80)
     assert config.chunking.overlap == 120
     assert config.chunking.pooling == "chunk"
     assert config.embedding.provider == "local"

@@ -247,7 +247,7 @@ def test_status_reports_dirty_files(memory: Memory, workspace: Path) -> None:
 
 def test_openclaw_faithful_keyword_mode_misses_chinese_words(workspace: Path) -> None:
     """The benchmark switch: raw unicode61 tokens AND-ed cannot find a Chinese word inside a
-    sentence, which memdir's segmented OR-query does (SPEC §5, Chinese)."""
+    sentence, which memdir's segmented OR-query does (docs/design.md#keyword-search)."""
     for rel, text in NOTES.items():
         write(workspace, rel, text)
     faithful = load_config(

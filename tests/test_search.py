@@ -1,4 +1,4 @@
-"""Each search stage on its own (SPEC §5), then the pipeline through Memory."""
+"""Each search stage on its own (docs/design.md#search), then the pipeline through Memory."""
 
 from __future__ import annotations
 

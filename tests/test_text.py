@@ -73,7 +73,7 @@ def test_index_tokens_use_search_mode_sub_words():
 
 
 def test_short_word_inside_a_long_one_is_indexed():
-    # SPEC §5: a two-character word inside a longer one (数据库) must be findable.
+    # docs/design.md#keyword-search: a word inside a longer one (库 in 数据库) must be findable.
     assert "数据" in index_tokens("数据库迁移")
 
 

@@ -165,13 +165,13 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class ChunkingConfig:
-    """How Markdown is cut into indexed chunks (SPEC §3)."""
+    """How Markdown is cut into indexed chunks (docs/design.md#chunking)."""
 
     #: Small chunks with much overlap, measured best on LoCoMo and CMRC (docs/benchmarks.md);
     #: each token is embedded ~2.5 times (none extra with ``pooling = "lines"``).
     tokens: int = 200
     overlap: int = 120
-    #: How a chunk gets its vector: ``chunk`` = its text embedded whole (SPEC §3); ``lines`` =
+    #: How a chunk gets its vector: ``chunk`` = its text embedded whole (OpenClaw's); ``lines`` =
     #: the normalised mean of its lines' embeddings, each distinct line embedded once whatever
     #: the overlap (~2.5× less model time at 200/120, an edited line re-embeds only itself;
     #: LoCoMo dev seen@6 0.817 against 0.828: docs/benchmarks.md).
@@ -193,7 +193,7 @@ MAX_RESULTS = 50
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Hybrid search defaults (SPEC §5)."""
+    """Hybrid search defaults and why (docs/design.md#search)."""
 
     max_results: int = 6
     min_score: float = 0.35
@@ -212,15 +212,15 @@ class SearchConfig:
     #: ``or``: memdir's segmented terms, stopwords dropped, OR-ed; ``and``: OpenClaw's raw
     #: word runs AND-ed (for benchmarks).
     keyword_query: str = "or"
-    #: ``weighted``: ``vector_weight·vector + text_weight·text`` (SPEC §5); ``rrf``: reciprocal
+    #: ``weighted``: ``vector_weight·vector + text_weight·text`` (OpenClaw's); ``rrf``: reciprocal
     #: rank fusion ``Σ w/(rrf_k + rank)``, normalised so rank 1 in both legs scores 1.
     fusion: str = "weighted"
     rrf_k: int = 60
     #: Decay keeps at least this share of a score: ``score·(floor + (1 − floor)·decay)``.
     decay_floor: float = 0.0
     #: Score every candidate on both legs (its cosine similarity and its BM25) before fusion;
-    #: off = SPEC §5's "missing side = 0", which sinks a chunk found by one leg only (LoCoMo
-    #: dev seen@6 0.80 vs 0.76 with it off, docs/benchmarks.md).
+    #: off = OpenClaw's "a missing leg scores 0", which sinks a chunk found by one leg only
+    #: (LoCoMo dev seen@6 0.828 against 0.802 with it off; docs/design.md#search).
     score_both_legs: bool = True
 
     def __post_init__(self) -> None:
@@ -278,7 +278,7 @@ class IndexConfig:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """Which language model summarises, extracts and chats (SPEC §7, §9).
+    """Which language model summarises, extracts and chats (docs/design.md#lifecycle).
 
     ``provider`` is a registry name: ``none`` (default: no LLM features), ``openai`` (any
     OpenAI-compatible chat endpoint: OpenAI, Ollama, vLLM, llama.cpp, DashScope, DeepSeek…),

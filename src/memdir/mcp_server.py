@@ -1,5 +1,5 @@
 """The MCP server (``memdir serve``): ``memory_search``, ``memory_get`` and ``memory_write`` over
-stdio, with the resources ``memory://MEMORY.md`` and ``memory://today`` (SPEC §9).
+stdio, with the resources ``memory://MEMORY.md`` and ``memory://today`` (docs/design.md#interfaces).
 
 A thin adapter: the tools are the contract of :mod:`memdir.tools` (names, descriptions, schemas,
 limits, and how a call runs), which :class:`MemoryTools` serves over one :class:`Memory`;
@@ -7,9 +7,9 @@ limits, and how a call runs), which :class:`MemoryTools` serves over one :class:
 imported only when a server is built). A tool that fails answers with an MCP tool error
 (``isError``) carrying memdir's one-line message; the server keeps running.
 
-Privacy (SPEC §2): in ``shared`` scope MEMORY.md and USER.md are never returned by search or
-get, ``memory_write`` can only append to the daily log, and ``memory://MEMORY.md`` is neither
-listed nor readable.
+Privacy (docs/design.md#scopes): in ``shared`` scope MEMORY.md and USER.md are never returned by
+search or get, ``memory_write`` can only append to the daily log, and ``memory://MEMORY.md`` is
+neither listed nor readable.
 
 Robustness (issue 14): every call has a time limit (:data:`CALL_TIMEOUT_S`; a call past it
 answers with an error while its work finishes in the background); calls that use the index

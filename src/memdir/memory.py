@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.llm.base import LLM, Message
     from memdir.review import ReviewReport
 
-#: Files a shared (group) session may never see (SPEC §2).
+#: Files a shared (group) session may never see (docs/design.md#scopes).
 PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
 SCOPES = ("private", "shared")
 #: The longest query accepted (characters); longer ones are refused, not truncated silently.
@@ -158,7 +158,8 @@ class Memory:
         self.index = IndexManager(
             self.workspace, embedder=embedder, settings=IndexSettings.from_config(self.config)
         )
-        #: What searches recalled from the daily logs (SPEC §8); opened on first use.
+        #: What searches recalled from the daily logs (docs/design.md#dreaming); opened on first
+        #: use.
         self.recalls = RecallStore(self.index.dir / RECALL_NAME)
 
     def _build_embedder(self) -> Embedder | None:
@@ -199,7 +200,7 @@ class Memory:
         min_score: float | None = None,
         record: bool = True,
     ) -> SearchResponse:
-        """``memory_search``: the best snippets for ``query`` (SPEC §5).
+        """``memory_search``: the best snippets for ``query`` (docs/design.md#search).
 
         Files changed since the last sync are indexed first (stat only when nothing changed),
         so results are never stale. The daily-log hits are recorded as recalls for dreaming
@@ -265,7 +266,8 @@ class Memory:
     def get(
         self, path: str, *, from_line: int | None = None, lines: int | None = None
     ) -> GetResult:
-        """``memory_get``: the text of a memory file, or a line range of it (SPEC §6).
+        """``memory_get``: the text of a memory file, or a line range of it
+        (docs/design.md#memory_get).
 
         Raises:
             PathNotAllowed: the path is outside the memory files, hidden in shared scope, or a
@@ -280,8 +282,8 @@ class Memory:
         return _read_lines(target, shown, path, from_line, lines)
 
     def _memory_path(self, path: str) -> tuple[Path, str]:
-        """Where a ``memory_get`` path points and how it is shown (the SPEC §6 policy and the
-        privacy scope)."""
+        """Where a ``memory_get`` path points and how it is shown (the policy of
+        docs/design.md#path-safety and the privacy scope)."""
         target = self.workspace.resolve_memory_path(path)
         shown = self.workspace.display_path(target)
         if self.scope == "shared" and shown in PRIVATE_FILES:
@@ -575,7 +577,8 @@ class Memory:
     # -- dreaming -------------------------------------------------------------------------
 
     def dream(self, *, apply: bool, schedule: bool = False, diary: bool = False) -> DreamReport:
-        """Light, REM and deep phases over the recall store; promote to MEMORY.md (SPEC §8).
+        """Light, REM and deep phases over the recall store; promote to MEMORY.md
+        (docs/design.md#dreaming).
 
         Args:
             apply: write MEMORY.md; False previews the same decisions and writes nothing.
@@ -611,7 +614,8 @@ class Memory:
         session: str | None = None,
         via: str | None = None,
     ) -> ExtractionReport:
-        """Have ``llm`` pick the durable items of a conversation and save the new ones (SPEC §7):
+        """Have ``llm`` pick the durable items of a conversation and save the new ones
+        (docs/design.md#lifecycle):
         preferences, decisions, lessons, project facts and todos, each to its MEMORY.md section
         (the daily log in a shared session), skipping duplicates. Malformed answers are retried
         once, then reported as warnings; provider failures are warnings too. ``session`` and

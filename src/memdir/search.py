@@ -1,10 +1,11 @@
-"""Hybrid search (SPEC §5): each stage a small named function, composed by :func:`run_search`.
+"""Hybrid search (docs/design.md#search): each stage a small named function, composed by
+:func:`run_search`.
 
 1. vector leg: cosine similarity → candidates
 2. keyword leg: memdir's BM25 over the query's terms, OR-ed (:class:`KeywordQuery`) →
    :func:`memdir.index.bm25.bm25_to_score`
 3. :func:`complete_legs`: each candidate scored on the leg that did not return it
-   (``search.score_both_legs``; off = SPEC's "missing side = 0")
+   (``search.score_both_legs``; off = OpenClaw's "a missing leg scores 0")
 4. :func:`merge_hybrid`: ``w_v·vector + w_t·text`` per chunk
 5. :func:`apply_temporal_decay`: daily logs decay with a half-life; other files are evergreen
 6. :func:`mmr_rerank`: diversity with Jaccard over word tokens (CJK unigrams + bigrams)
@@ -42,7 +43,7 @@ from memdir.results import (
 from memdir.text import jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
-#: Keyword-hit rescue threshold when nothing passes min_score (SPEC §5 step 6).
+#: Keyword-hit rescue threshold when nothing passes min_score (docs/design.md#search, step 7).
 RESCUE_MIN_SCORE = 0.3
 
 

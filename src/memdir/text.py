@@ -7,8 +7,8 @@
   emits a long word *and* the words inside it (分布式 → 分布, 布式, 分布式), so a query for a
   shorter word still matches; queries use the precise mode.
 - Stopwords (English and Chinese) are dropped from queries, never from the stored text.
-- :func:`estimate_tokens` is the CJK-aware count of SPEC §3: 4 chars per token, a CJK char
-  counts as one token.
+- :func:`estimate_tokens` is the CJK-aware count (docs/design.md#chunking): 4 chars per token,
+  a CJK char counts as one token.
 
 The stored tokens are exactly what FTS5's ``unicode61`` tokenizer (no diacritic folding) splits
 them into, so memdir can count term frequencies itself (see :mod:`memdir.index.bm25`).

@@ -1,4 +1,5 @@
-"""Keep the index current while memdir runs: a file watcher with a debounce (SPEC §3).
+"""Keep the index current while memdir runs: a file watcher with a debounce
+(docs/design.md#index).
 
     with Memory("~/notes") as mem, WorkspaceWatcher(mem):
         ...  # edits to MEMORY.md, memory/**, skills/** and extra paths are indexed within ~2 s

@@ -42,7 +42,7 @@ OWNER_FILES = ("USER.md", "AGENTS.md", "DREAMS.md")
 _DAILY_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 _ARCHIVE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})-.+\.md$")
 
-#: MEMORY.md section keys and their headings per language (SPEC §1).
+#: MEMORY.md section keys and their headings per language (docs/design.md#workspace).
 SECTION_HEADINGS: dict[str, dict[str, str]] = {
     "en": {
         "preferences": "Preferences",
@@ -246,7 +246,8 @@ class Workspace:
     # -- the files to index ---------------------------------------------------------------
 
     def iter_files(self, skipped: list[Skipped] | None = None) -> Iterator[FileEntry]:
-        """Yield every indexable Markdown file, sorted, without following symlinks (SPEC §3).
+        """Yield every indexable Markdown file, sorted, without following symlinks
+        (docs/design.md#path-safety).
 
         Uses ``os.scandir`` so that each file costs one ``lstat`` (a search runs this first).
 
@@ -298,7 +299,7 @@ class Workspace:
     # -- reading ----------------------------------------------------------------------------
 
     def resolve_memory_path(self, path: str) -> Path:
-        """Check a path given by a caller and return where it points (SPEC §6).
+        """Check a path given by a caller and return where it points (docs/design.md#path-safety).
 
         Allowed: MEMORY.md, ``memory/**``, ``skills/**`` and configured extra paths; ``.md``
         only; no ``..``, no absolute path outside the extra paths, no symlink anywhere on the
@@ -431,7 +432,7 @@ def file_kind(path: str) -> str:
 
 def archive_date(path: str) -> str | None:
     """``YYYY-MM-DD`` when ``path`` is named like a session archive (``memory/<date>-<slug>.md``,
-    SPEC §7), else None."""
+    docs/design.md#lifecycle), else None."""
     parts = path.split("/")
     if len(parts) == 2 and parts[0] == MEMORY_DIR:
         match = _ARCHIVE_RE.match(parts[1])
@@ -462,7 +463,8 @@ def is_daily_log(path: str) -> str | None:
 def init_workspace(
     root: Path | str, lang: str = "en", *, sample: bool = False
 ) -> tuple[Path, list[str]]:
-    """Create the workspace tree of SPEC §1 with templates; never overwrite an existing file.
+    """Create the workspace tree (docs/design.md#workspace) with templates; never overwrite an
+    existing file.
 
     Args:
         root: the folder to create or complete.

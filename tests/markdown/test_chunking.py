@@ -1,4 +1,4 @@
-"""Line-based, CJK-aware chunking of Markdown (SPEC §3)."""
+"""Line-based, CJK-aware chunking of Markdown (docs/design.md#chunking)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What the agent sees each turn (SPEC §2): the system prompt, the daily notes, auto-recall.
+"""What the agent sees each turn (docs/design.md#working-memory): the system prompt, the daily
+notes, auto-recall.
 
 - **Bootstrap files**: AGENTS.md, USER.md, then MEMORY.md, each capped at
   :data:`FILE_CHAR_CAP` characters and :data:`TOTAL_CHAR_CAP` in all. An over-long file keeps

@@ -1,4 +1,5 @@
-"""Dreaming (SPEC §8): recall tracking and the promotion of daily notes into MEMORY.md.
+"""Dreaming (docs/design.md#dreaming): recall tracking and the promotion of daily notes into
+MEMORY.md.
 
 The data path, one module each: every search records what it recalled from the daily logs
 (:mod:`~memdir.dreaming.store`); ``memdir dream`` runs the light, REM and deep phases

@@ -1,4 +1,5 @@
-"""The three phases of ``memdir dream`` and :func:`run_dream`, which runs them (SPEC §8).
+"""The three phases of ``memdir dream`` and :func:`run_dream`, which runs them
+(docs/design.md#dreaming).
 
 - **Light**: ingest the daily notes of the last 2 days (today and yesterday) as candidate blocks
   (list items, paragraphs), dropping near-duplicates (Jaccard ≥ 0.9 over
@@ -93,7 +94,7 @@ def light_phase(workspace: Workspace, now: datetime, days: int = LIGHT_DAYS) -> 
         rel = f"memory/{(now.date() - timedelta(days=back)).isoformat()}.md"
         try:
             lines = read_note(workspace.resolve_memory_path(rel))
-        except PathNotAllowed:  # a symlinked note is not read (SPEC §3)
+        except PathNotAllowed:  # a symlinked note is not read (docs/design.md#path-safety)
             lines = None
         if lines is None:
             continue

@@ -1,4 +1,5 @@
-"""The deep-phase score of a recall entry and the gates it must pass to be promoted (SPEC §8).
+"""The deep-phase score of a recall entry and the gates it must pass to be promoted
+(docs/design.md#dreaming).
 
 ::
 

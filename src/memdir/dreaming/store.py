@@ -1,4 +1,4 @@
-"""The recall store: what searches brought back from the daily logs (SPEC §8).
+"""The recall store: what searches brought back from the daily logs (docs/design.md#dreaming).
 
 ``<workspace>/.memdir/recall.sqlite`` (next to the index, in the same fallback folder when the
 workspace is read-only) is machine state, not truth: deleting it forgets the recall history and

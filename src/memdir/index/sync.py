@@ -1,16 +1,17 @@
-"""Bring the index up to date with the files (SPEC §3), in two phases.
+"""Bring the index up to date with the files (docs/design.md#index), in two phases.
 
 1. :func:`sync_files` — stat every indexable file; an unchanged (mtime, size) is skipped without
    reading; otherwise the content's sha256 decides; changed files are re-chunked and written
-   (chunks + FTS + vectors already in the embedding cache) in one transaction per file; files
-   that vanished are pruned. Fast: no model runs here.
+   (chunks + keyword tokens + vectors already in the embedding cache) in one transaction per
+   file; files that vanished are pruned. Fast: no model runs here.
 2. :func:`embed_pending` — chunks that still lack a vector are embedded in token-bounded
    batches, written to the cache and the index batch by batch. A provider failure leaves them
    pending (keyword search still finds them) and is reported, never raised. With
-   ``chunking.pooling = "lines"`` (the default) a chunk's vector is the normalised mean of its
-   lines' embeddings (:func:`embedding_units`): every distinct line is embedded once and cached
-   by its hash, so overlapping chunks cost no extra model time and an edited line re-embeds only
-   itself.
+   ``chunking.pooling = "chunk"`` (the default) a chunk's text is embedded whole; with
+   ``"lines"`` its vector is the normalised mean of its lines' embeddings
+   (:func:`embedding_units`): every distinct line is embedded once and cached by its hash, so
+   overlapping chunks cost no extra model time and an edited line re-embeds only itself
+   (docs/design.md#chunking).
 
 The caller holds the index write lock around each phase (see :mod:`memdir.index.manager`).
 """
@@ -106,7 +107,7 @@ def scan_dirty(
 
 
 def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
-    """sha256 of ``source:path:start:end:hash:model`` (SPEC §3)."""
+    """sha256 of ``source:path:start:end:hash:model`` (docs/design.md#chunking)."""
     key = f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 

@@ -1,4 +1,4 @@
-"""Memory lifecycle: what writes to the Markdown files, and how (SPEC §7)."""
+"""Memory lifecycle: what writes to the Markdown files, and how (docs/design.md#lifecycle)."""
 
 from memdir.lifecycle.archive import ArchiveResult, archive_session
 from memdir.lifecycle.capture import AutoCapture

@@ -1,4 +1,5 @@
-"""Session archive on ``/new``: the end of a conversation saved as a note (SPEC §7).
+"""Session archive on ``/new``: the end of a conversation saved as a note
+(docs/design.md#lifecycle).
 
 The last :data:`ARCHIVE_MESSAGES` user and assistant messages go to
 ``memory/<session date>-<slug>.md`` under a header with the date, session id and source. The

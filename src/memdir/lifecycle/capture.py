@@ -1,4 +1,5 @@
-"""Auto-capture: save what the user plainly asks to be remembered, without an LLM (SPEC §7).
+"""Auto-capture: save what the user plainly asks to be remembered, without an LLM
+(docs/design.md#lifecycle).
 
 A user message is captured when it is 10–500 characters long, matches a trigger
 (:data:`TRIGGERS`: "remember", "I prefer", "we decided", "always", "never", "my X is", a phone

@@ -1,4 +1,5 @@
-"""Compaction: replace the older turns of a conversation with an LLM summary (SPEC §7).
+"""Compaction: replace the older turns of a conversation with an LLM summary
+(docs/design.md#lifecycle).
 
 The last :data:`KEEP_USER_TURNS` user turns, and everything after the first of them, stay word
 for word; everything before (and the previous summary, if there is one) is summarised under five

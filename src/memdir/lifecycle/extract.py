@@ -1,4 +1,5 @@
-"""Extraction: an LLM reads a conversation and returns durable items for MEMORY.md (SPEC §7).
+"""Extraction: an LLM reads a conversation and returns durable items for MEMORY.md
+(docs/design.md#lifecycle).
 
 The model answers one JSON object, ``{"items": [{"category": …, "text": …}]}``, in the five
 categories of :data:`CATEGORIES`. Each item goes to its MEMORY.md section through the shared

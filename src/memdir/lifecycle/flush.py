@@ -1,6 +1,7 @@
 """Pre-compaction memory flush: one silent turn that may only append to today's daily log.
 
-Before older turns are summarised away (SPEC §7), the model gets one chance to save what matters.
+Before older turns are summarised away (docs/design.md#lifecycle), the model gets one chance to
+save what matters.
 It sees the conversation plus the ``flush`` prompt and answers either ``NO_REPLY`` or the lines
 to keep. It has no tools and no file access: memdir itself appends each line to
 ``memory/YYYY-MM-DD.md`` through the shared writer (:func:`~memdir.lifecycle.write.write_memory`,

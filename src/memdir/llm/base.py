@@ -3,11 +3,11 @@
 The chat agent's richer protocol (tool definitions, structured and streamed replies) builds on
 these in :mod:`memdir.llm.chat`.
 
-Token counts (SPEC §10) use the CJK-aware estimate of :func:`memdir.text.estimate_tokens`
-everywhere, unless ``tiktoken`` is installed *and* the encoding it would need is already in its
-local cache. tiktoken downloads an encoding from the internet the first time it is used, which
-hangs or fails offline, so :func:`count_tokens` looks in tiktoken's cache folder first and never
-lets it fetch anything.
+Token counts (docs/design.md#dependencies) use the CJK-aware estimate of
+:func:`memdir.text.estimate_tokens` everywhere, unless ``tiktoken`` is installed *and* the
+encoding it would need is already in its local cache. tiktoken downloads an encoding from the
+internet the first time it is used, which hangs or fails offline, so :func:`count_tokens` looks
+in tiktoken's cache folder first and never lets it fetch anything.
 """
 
 from __future__ import annotations

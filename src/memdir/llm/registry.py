@@ -1,4 +1,4 @@
-"""Choose an LLM by provider name (SPEC §9); no if/elif chains.
+"""Choose an LLM by provider name (docs/design.md#interfaces); no if/elif chains.
 
 Each factory takes the :class:`~memdir.config.LLMConfig` and returns an
 :class:`~memdir.llm.base.LLM`, or None when LLM features are off (``none``). A provider that

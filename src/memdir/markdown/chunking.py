@@ -1,4 +1,4 @@
-"""Line-based chunking of Markdown (SPEC §3).
+"""Line-based chunking of Markdown (docs/design.md#chunking).
 
 A chunk holds whole lines until adding the next line would pass ``max_tokens`` (estimated with
 :func:`memdir.text.estimate_tokens`: a CJK character is one token, other text 4 chars a token).

@@ -1,8 +1,9 @@
 """MEMORY.md sections: find ``## `` headings with their line spans, and add a bullet to one.
 
-Writers touch only their section and never rewrite what a person wrote (SPEC §1): inserting a
-bullet adds exactly one line and leaves every other byte of the file as it was, including front
-matter, comments, unknown sections, CRLF line endings and a missing final newline.
+Writers touch only their section and never rewrite what a person wrote
+(docs/design.md#files-are-the-truth): inserting a bullet adds exactly one line and leaves every
+other byte of the file as it was, including front matter, comments, unknown sections, CRLF line
+endings and a missing final newline.
 
 Lines here are split on ``\\n`` only and keep their endings, so ``"".join(lines) == text``.
 Headings inside front matter, fenced code blocks and HTML comments are not headings.

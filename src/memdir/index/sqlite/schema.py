@@ -1,6 +1,6 @@
 """The SQLite index schema as numbered, append-only migrations (``PRAGMA user_version``).
 
-Never edit a migration that has shipped: add the next one. Tables (SPEC §3):
+Never edit a migration that has shipped: add the next one. Tables (docs/design.md#index):
 
 - ``meta``: key/value, holds the index identity and a write generation counter.
 - ``files``: one row per indexed file with its hash and the (mtime, size) seen at indexing.
