@@ -61,3 +61,33 @@ def test_progress_counts_pending_vectors() -> None:
     progress = _progress({"vectors": 30, "pending_vectors": 10, "dirty_files": 0})
     assert progress["share"] == 0.75 and progress["busy"] and progress["total"] == 40
     assert _progress({"vectors": 0, "pending_vectors": 0})["share"] == 1.0
+
+
+def _render_index(mem: Memory, status: dict[str, object]) -> str:
+    from memdir.ui.app import Inspector, UIOptions
+
+    ui = Inspector(mem, UIOptions())
+    context = {"status": status, "progress": _progress(status), "warnings": []}
+    return ui.templates.get_template("_index_body.html").render(file_url=str, **context)
+
+
+def test_background_embedding_progress_is_shown(mem: Memory) -> None:
+    status = {**mem.status(), "vectors": 300, "pending_vectors": 100}
+    status["embedding_progress"] = {
+        "running": True,
+        "embedded": 300,
+        "pending": 100,
+        "rate": 4.25,
+        "eta_seconds": 24.0,
+        "error": None,
+        "last_batch_seconds_ago": 1.0,
+    }
+    html = _render_index(mem, status)
+    assert "embedding in the background · 4.2 chunks/s · about 24 s left" in html
+    assert 'data-interval="2000"' in html
+    elsewhere = {**status["embedding_progress"], "running": False, "rate": None}  # type: ignore[dict-item]
+    html = _render_index(mem, {**status, "embedding_progress": elsewhere})
+    assert "another process is embedding (last batch 1 s ago) · about 24 s left" in html
+    idle = {**elsewhere, "last_batch_seconds_ago": None, "eta_seconds": None}
+    html = _render_index(mem, {**status, "embedding_progress": idle})
+    assert "no embedding running" in html

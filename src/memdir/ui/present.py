@@ -131,6 +131,15 @@ def when(value: float | str | datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M")
 
 
+def duration(seconds: float) -> str:
+    """``42 s``, ``7 min``, ``2.5 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def number(value: int | float) -> str:
     """``12,345``."""
     return f"{value:,}"
@@ -145,6 +154,7 @@ def percent(part: float, whole: float) -> str:
 
 
 FILTERS: dict[str, Callable[..., Any]] = {
+    "duration": duration,
     "highlight": highlight,
     "score_parts": score_parts,
     "size": size,
@@ -155,6 +165,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
 __all__ = [
     "FILTERS",
     "SCORE_PARTS",
+    "duration",
     "file_url",
     "highlight",
     "number",
