@@ -80,7 +80,7 @@ def test_tools_are_listed_with_schemas_and_annotations(ws: Path, isolated_env: P
             assert info is not None and info.server_info.name == "memdir"
             assert "memory_search" in (info.instructions or "")
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == {"memory_search", "memory_get", "memory_write"}
+            assert set(tools) == {"memory_search", "memory_get", "memory_write", "memory_forget"}
             search, get, write_ = tools["memory_search"], tools["memory_get"], tools["memory_write"]
             assert search.input_schema["required"] == ["query"]
             assert set(search.input_schema["properties"]) == {"query", "max_results", "min_score"}
@@ -102,6 +102,38 @@ def test_tools_are_listed_with_schemas_and_annotations(ws: Path, isolated_env: P
             assert write_.annotations.read_only_hint is False
             assert write_.annotations.destructive_hint is False
             assert write_.annotations.idempotent_hint is False
+            forget = tools["memory_forget"]
+            assert forget.annotations is not None and forget.annotations.destructive_hint is True
+            assert forget.input_schema["properties"]["apply"]["type"] == "boolean"
+
+    run(main)
+
+
+def test_memory_forget_previews_then_removes(ws: Path, isolated_env: Path) -> None:
+    async def main() -> None:
+        async with session(ws, isolated_env) as client:
+            error, written = await call(
+                client, "memory_write", text="The build cache lives on ci-7"
+            )
+            assert not error
+            place = written["citation"]
+            error, preview = await call(client, "memory_forget", target=place)
+            assert not error and not preview["applied"]
+            assert [x["generated"] for x in preview["lines"]] == [True]
+            error, done = await call(client, "memory_forget", target=place, apply=True)
+            assert not error and [x["citation"] for x in done["removed"]] == [place]
+            # The person's line (the Redis note was written by hand) needs force.
+            error, kept = await call(
+                client, "memory_forget", target="memory/2026-11-28.md#L2", apply=True
+            )
+            assert not error and kept["removed"] == [] and len(kept["refused"]) == 1
+            error, message = await call(client, "memory_forget", target=place, apply="yes")
+            assert error and "true or false" in message
+        async with session(ws, isolated_env, "--scope", "shared") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "memory_forget" not in names
+            error, message = await call(client, "memory_forget", target="memory/2026-11-28.md#L2")
+            assert error and "unknown tool" in message
 
     run(main)
 

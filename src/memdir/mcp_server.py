@@ -84,7 +84,9 @@ class MemoryTools:
         self.memory = memory
         self.lock = lock if lock is not None else threading.Lock()
         self.timeout = timeout
-        self.specs = memory_tools(memory.config.search, private=memory.scope == "private")
+        self.specs = memory_tools(
+            memory.config.search, private=memory.scope == "private", forget=True
+        )
 
     @property
     def private(self) -> bool:
@@ -102,7 +104,8 @@ class MemoryTools:
             MemdirError: unknown tool, invalid arguments, what :class:`Memory` raised, or the
                 time limit passed.
         """
-        run = partial(call_tool, self.memory, name, arguments, via=f"MCP {name}")
+        offered = [spec.name for spec in self.specs]
+        run = partial(call_tool, self.memory, name, arguments, via=f"MCP {name}", offered=offered)
         job = partial(retry_when_busy, run)
         if name not in _LOCK_FREE:
             job = partial(self._locked, name, job)

@@ -108,3 +108,16 @@ def test_a_binary_file_is_refused_with_the_reason(memory: Memory, workspace: Pat
     (workspace / "memory" / "noise.md").write_bytes(random_bytes)
     with pytest.raises(PathNotAllowed, match=r"binary-like .*not a Markdown note"):
         memory.get("memory/noise.md")
+
+
+def test_memory_forget_must_be_offered(memory: Memory) -> None:
+    from memdir.tools import FORGET_TOOL, TOOL_NAMES, call_tool
+
+    result = memory.write("The build cache lives on ci-7")
+    with pytest.raises(MemdirError, match="unknown tool"):
+        call_tool(memory, FORGET_TOOL, {"target": result.citation}, via="chat memory_forget")
+    offered = (*TOOL_NAMES, FORGET_TOOL)
+    done = call_tool(
+        memory, FORGET_TOOL, {"target": result.citation, "apply": True}, via="t", offered=offered
+    )
+    assert [x["citation"] for x in done["removed"]] == [result.citation]

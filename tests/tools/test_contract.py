@@ -79,7 +79,9 @@ def test_the_mcp_server_serves_the_contract_for_its_memory(workspace: Path, fake
     (workspace / ".memdir" / "config.toml").write_text("[search]\nmax_results = 4\n")
     with Memory(workspace, embedder=fake_embedder) as mem:
         listed = MemoryTools(mem).definitions()
-        assert listed == [s.to_dict() for s in memory_tools(mem.config.search, private=True)]
+        expected = memory_tools(mem.config.search, private=True, forget=True)
+        assert listed == [s.to_dict() for s in expected]
+        assert [s["name"] for s in listed][-1] == "memory_forget"
         assert "up to 4 snippets" in listed[0]["description"]
 
 
@@ -97,3 +99,16 @@ def test_one_results_cap_everywhere(memory: Memory, workspace: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(cli, ["-w", str(workspace), "search", "x", "-n", "51"])
     assert result.exit_code == 2 and "50" in result.output
+
+
+def test_memory_forget_only_when_asked_and_private() -> None:
+    assert [s.name for s in memory_tools(SearchConfig(), private=True)] == list(TOOL_NAMES)
+    assert len(memory_tools(SearchConfig(), private=False, forget=True)) == 3
+    *_, forget = memory_tools(SearchConfig(), private=True, forget=True)
+    assert forget.name == "memory_forget"
+    assert forget.annotations() == {
+        "read_only_hint": False,
+        "destructive_hint": True,
+        "idempotent_hint": False,
+    }
+    assert forget.signature() == '{"target": str, "apply"?: bool, "force"?: bool}'

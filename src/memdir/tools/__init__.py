@@ -5,6 +5,7 @@ by the MCP server, the chat agent and its prompt (:mod:`.contract`), and one way
 from memdir.config import MAX_RESULTS
 from memdir.tools.calls import call_tool, read_capped
 from memdir.tools.contract import (
+    FORGET_TOOL,
     MAX_GET_CHARS,
     MAX_GET_LINES,
     SCORE_MEANING,
@@ -15,6 +16,7 @@ from memdir.tools.contract import (
 )
 
 __all__ = [
+    "FORGET_TOOL",
     "MAX_GET_CHARS",
     "MAX_GET_LINES",
     "MAX_RESULTS",

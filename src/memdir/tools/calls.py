@@ -16,13 +16,14 @@ to read on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from memdir.config import SearchConfig
 from memdir.errors import MemdirError
 from memdir.memory import Memory
 from memdir.tools.contract import (
+    FORGET_TOOL,
     MAX_GET_CHARS,
     MAX_GET_LINES,
     TOOL_NAMES,
@@ -31,19 +32,27 @@ from memdir.tools.contract import (
 )
 
 #: The schemas arguments are checked against (the owner's: see the module docstring).
-_SCHEMAS = {spec.name: spec for spec in memory_tools(SearchConfig(), private=True)}
+_SCHEMAS = {spec.name: spec for spec in memory_tools(SearchConfig(), private=True, forget=True)}
 
 
 def call_tool(
-    memory: Memory, name: str, arguments: Mapping[str, Any] | None, *, via: str
+    memory: Memory,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    via: str,
+    offered: Collection[str] = TOOL_NAMES,
 ) -> dict[str, Any]:
     """Run the memory tool ``name`` with ``arguments`` on ``memory``.
 
     Args:
         memory: the memory; its scope decides what is visible and writable.
-        name: ``memory_search``, ``memory_get`` or ``memory_write``.
+        name: ``memory_search``, ``memory_get``, ``memory_write`` (or ``memory_forget`` when
+            ``offered`` has it).
         arguments: the call's arguments (None: none).
         via: who asked, for the audit record of a write (``"MCP memory_write"``).
+        offered: the tools the caller listed; another name is refused (a model cannot reach
+            ``memory_forget`` by naming it when it was not offered).
 
     Returns:
         The reply as a JSON-ready dict.
@@ -52,8 +61,8 @@ def call_tool(
         MemdirError: unknown tool, invalid arguments, or what :class:`Memory` raised.
     """
     run = _RUNNERS.get(name)
-    if run is None:
-        raise MemdirError(f"unknown tool {name!r}: use {', '.join(TOOL_NAMES)}")
+    if run is None or name not in offered:
+        raise MemdirError(f"unknown tool {name!r}: use {', '.join(offered)}")
     args = checked_arguments(_SCHEMAS[name], arguments or {})
     return run(memory, args, via)
 
@@ -91,6 +100,10 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
 
 def _checked_value(name: str, given: Any, schema: Mapping[str, Any]) -> Any:
     kind = schema["type"]
+    if kind == "boolean":
+        if not isinstance(given, bool):
+            raise MemdirError(f"{name!r} must be true or false, not {type(given).__name__}")
+        return given
     if kind == "integer" and isinstance(given, float) and given.is_integer():
         given = int(given)
     accepted, label = _KINDS[kind]
@@ -182,8 +195,16 @@ def _write(memory: Memory, args: Mapping[str, Any], via: str) -> dict[str, Any]:
     return result.to_dict()
 
 
+def _forget(memory: Memory, args: Mapping[str, Any], via: str) -> dict[str, Any]:
+    result = memory.forget(
+        args["target"], apply=bool(args.get("apply")), force=bool(args.get("force")), via=via
+    )
+    return result.to_dict()
+
+
 _RUNNERS: dict[str, Callable[[Memory, Mapping[str, Any], str], dict[str, Any]]] = {
     "memory_search": _search,
     "memory_get": _get,
     "memory_write": _write,
+    FORGET_TOOL: _forget,
 }

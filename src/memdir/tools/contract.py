@@ -25,6 +25,8 @@ from memdir.lifecycle.write import MAX_TEXT_CHARS, SECTIONS, TARGETS
 from memdir.memory import MAX_QUERY_CHARS
 
 TOOL_NAMES = ("memory_search", "memory_get", "memory_write")
+#: The destructive tool, offered only when asked for (the MCP server, in a private session).
+FORGET_TOOL = "memory_forget"
 #: What one ``memory_get`` call returns at most; a longer answer says how to read on.
 MAX_GET_LINES = 400
 MAX_GET_CHARS = 10_000
@@ -70,6 +72,15 @@ _WRITE = (
     "memory/YYYY-MM-DD.md (what happened or was said today).{memory_part} A fact already "
     "stored is skipped and reported. Never store secrets such as passwords or API keys."
 )
+_FORGET = (
+    "Forget lines of the user's memory for good, when the user asks you to forget something or "
+    "a stored fact is wrong. target: a citation path#Lx or path#Lx-Ly from memory_search, or a "
+    "query (the lines of its best hits that carry most of its words). Without apply it only "
+    "lists the lines, each marked generated (memdir wrote it) or written by the person: show "
+    "them to the user, then call again with apply: true to remove them. Lines the person wrote "
+    "go only with force: true, which needs the user's explicit consent. Every removal is "
+    "recorded and the user can undo it (git revert, or memdir log)."
+)
 _WRITE_MEMORY_PART = (
     " A stable fact to keep for good goes to a MEMORY.md section (target 'memory'): "
     "preferences, decisions (and why), lessons, facts (names, hosts, ports, versions, paths) "
@@ -88,6 +99,7 @@ class ToolSpec:
         input_schema: the arguments as a JSON Schema ``object``.
         read_only: the tool changes nothing (MCP ``readOnlyHint``).
         idempotent: calling it twice does what calling it once does.
+        destructive: it can remove what is stored (MCP ``destructiveHint``).
     """
 
     name: str
@@ -96,6 +108,7 @@ class ToolSpec:
     input_schema: Mapping[str, Any]
     read_only: bool
     idempotent: bool
+    destructive: bool = False
 
     @property
     def properties(self) -> Mapping[str, Mapping[str, Any]]:
@@ -107,10 +120,10 @@ class ToolSpec:
         return tuple(self.input_schema.get("required", ()))
 
     def annotations(self) -> dict[str, bool]:
-        """MCP tool annotations (no memory tool destroys anything)."""
+        """MCP tool annotations (only ``memory_forget`` destroys anything)."""
         return {
             "read_only_hint": self.read_only,
-            "destructive_hint": False,
+            "destructive_hint": self.destructive,
             "idempotent_hint": self.idempotent,
         }
 
@@ -138,16 +151,19 @@ class ToolSpec:
         }
 
 
-_TYPE_WORDS = {"string": "str", "integer": "int", "number": "number"}
+_TYPE_WORDS = {"string": "str", "integer": "int", "number": "number", "boolean": "bool"}
 
 
-def memory_tools(search: SearchConfig, *, private: bool) -> tuple[ToolSpec, ...]:
+def memory_tools(
+    search: SearchConfig, *, private: bool, forget: bool = False
+) -> tuple[ToolSpec, ...]:
     """The three memory tools for an agent with these ``[search]`` settings.
 
     Args:
         search: the effective search settings (their defaults are stated in the descriptions).
         private: the owner's own session; False (a shared session) leaves MEMORY.md out of the
             descriptions and the ``section`` argument out of ``memory_write``.
+        forget: add ``memory_forget`` (private sessions only: a shared session never gets it).
     """
     files = _PRIVATE_FILES if private else _SHARED_FILES
     score = SCORE_MEANING.format(min_score=_number(search.min_score))
@@ -184,7 +200,7 @@ def memory_tools(search: SearchConfig, *, private: bool) -> tuple[ToolSpec, ...]
         write_args["section"] = _arg(
             "string", "MEMORY.md section (implies target memory).", enum=list(SECTIONS)
         )
-    return (
+    tools = (
         ToolSpec(
             "memory_search",
             "Search memory",
@@ -208,6 +224,27 @@ def memory_tools(search: SearchConfig, *, private: bool) -> tuple[ToolSpec, ...]
             _object(write_args, "text"),
             read_only=False,
             idempotent=False,
+        ),
+    )
+    if not (forget and private):
+        return tools
+    forget_args = {
+        "target": _arg(
+            "string", "path#Lx[-Ly] from a search, or a query.", maxLength=MAX_QUERY_CHARS
+        ),
+        "apply": _arg("boolean", "Remove the lines (default false: only list them)."),
+        "force": _arg("boolean", "Also remove lines the person wrote (default false)."),
+    }
+    return (
+        *tools,
+        ToolSpec(
+            FORGET_TOOL,
+            "Forget memory lines",
+            _FORGET,
+            _object(forget_args, "target"),
+            read_only=False,
+            idempotent=False,
+            destructive=True,
         ),
     )
 
