@@ -34,6 +34,7 @@ from tests.helpers import CLAUDE_CODE, node_client
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TOOLS = {"memory_search", "memory_get", "memory_write"}
+PRIVATE_TOOLS = {*TOOLS, "memory_forget"}  # memory_forget is offered in private sessions only
 #: Home folders the README writes in examples; they mean "your home" (the temp HOME here).
 PLACEHOLDER_HOMES = ("/Users/you", "/home/you")
 INSPECTOR_PREFIX = "npx @modelcontextprotocol/inspector"
@@ -160,7 +161,8 @@ def test_every_readme_server_command_lists_the_tools(home: Path) -> None:
                 ):
                     await client.initialize()
                     names = {t.name for t in (await client.list_tools()).tools}
-                    assert names == TOOLS, names
+                    shared = "--scope" in argv and argv[argv.index("--scope") + 1] == "shared"
+                    assert names == (TOOLS if shared else PRIVATE_TOOLS), names
                     result = await client.call_tool("memory_search", {"query": "notes"})
                     assert not result.is_error, result.content
         except Exception as exc:
@@ -225,4 +227,4 @@ def test_mcp_inspector_lists_the_tools_with_the_readme_line(home: Path) -> None:
         ["bash", "-c", local], env=env, capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stderr
-    assert {t["name"] for t in json.loads(done.stdout)["tools"]} == TOOLS
+    assert {t["name"] for t in json.loads(done.stdout)["tools"]} == PRIVATE_TOOLS
