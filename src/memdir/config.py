@@ -222,6 +222,13 @@ class SearchConfig:
     #: off = OpenClaw's "a missing leg scores 0", which sinks a chunk found by one leg only
     #: (LoCoMo dev seen@6 0.828 against 0.802 with it off; docs/design.md#search).
     score_both_legs: bool = True
+    #: A search embeds at most this many of its candidates that have no vector yet (notes
+    #: written since the last embed), the best keyword matches first, and starts no new pair
+    #: after ``embed_candidates_seconds``; the others get an estimated vector leg. In a process
+    #: with a background embedder (``memdir serve``, ``memdir watch``) it asks that one instead
+    #: and does not wait.
+    embed_candidates: int = 6
+    embed_candidates_seconds: float = 1.0
 
     def __post_init__(self) -> None:
         problems = []
@@ -235,6 +242,8 @@ class SearchConfig:
             problems.append("0 ≤ mmr_lambda ≤ 1")
         if self.snippet_chars < 1:
             problems.append("snippet_chars ≥ 1")
+        if self.embed_candidates < 0 or self.embed_candidates_seconds < 0:
+            problems.append("embed_candidates ≥ 0 and embed_candidates_seconds ≥ 0")
         if problems:
             raise ConfigError("search: need " + ", ".join(problems))
         check_choice("search.keyword_query", self.keyword_query)

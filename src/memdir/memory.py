@@ -14,6 +14,8 @@ it never fails a search.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,10 +29,11 @@ from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError, WorkspaceError
 from memdir.fileio import read_regular_file
+from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.manager import IndexManager, IndexSettings
-from memdir.index.sync import Progress, SyncReport, decode_markdown, scan_dirty
+from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
 from memdir.privacy import SecretGuard
-from memdir.search import SearchResponse, run_search
+from memdir.search import EmbedMissing, SearchResponse, run_search
 from memdir.workspace import (
     MEMORY_FILE,
     OWNER_FILES,
@@ -155,12 +158,19 @@ class Memory:
         if embedder is None:
             embedder = self._build_embedder()
         self.embedder = embedder
-        self.index = IndexManager(
-            self.workspace, embedder=embedder, settings=IndexSettings.from_config(self.config)
-        )
+        self.index = self._open_index()
         #: What searches recalled from the daily logs (docs/design.md#dreaming); opened on first
         #: use.
         self.recalls = RecallStore(self.index.dir / RECALL_NAME)
+        self._background: BackgroundEmbedder | None = None
+
+    def _open_index(self) -> IndexManager:
+        """An index manager (one connection) for this workspace and embedder."""
+        return IndexManager(
+            self.workspace,
+            embedder=self.embedder,
+            settings=IndexSettings.from_config(self.config),
+        )
 
     def _build_embedder(self) -> Embedder | None:
         try:
@@ -186,9 +196,53 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        """Close the index connection."""
+        """Stop the background embedding (if started) and close the index connection."""
+        if self._background is not None:
+            self._background.stop()
         self.index.close()
         self.recalls.close()
+
+    # -- background embedding ---------------------------------------------------------------
+
+    def start_background_embedding(self) -> BackgroundEmbedder | None:
+        """Embed pending chunks on a thread of their own, newest files first, until
+        :meth:`close` (``memdir serve`` and ``memdir watch`` call this at start-up).
+
+        From then on :meth:`sync` and the searches' refresh only index files; a search asks
+        the worker for its candidates that lack a vector and never waits for the model.
+        Returns the worker, or None in keyword-only mode.
+        """
+        if self.embedder is None:
+            return None
+        if self._background is None:
+            self._background = BackgroundEmbedder(
+                self._open_index, self.embedder, pooling=self.config.chunking.pooling
+            )
+        return self._background.start()
+
+    @property
+    def background(self) -> BackgroundEmbedder | None:
+        """The background embedder while it runs."""
+        worker = self._background
+        return worker if worker is not None and worker.running else None
+
+    def _embed_missing(self) -> EmbedMissing | None:
+        """How a search gets vectors for its candidates that lack one: ask the background
+        worker (no wait), or embed a few on the spot within the configured budget."""
+        if self.embedder is None:
+            return None
+        worker = self.background
+        if worker is not None:
+
+            def ask(seqs: Sequence[int]) -> dict[int, Any]:
+                worker.prioritise(seqs)
+                return {}
+
+            return ask
+        settings = self.config.search
+        return lambda seqs: self.index.embed_missing(
+            seqs, limit=settings.embed_candidates, seconds=settings.embed_candidates_seconds
+        )
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -215,6 +269,8 @@ class Memory:
         if max_results is not None and not 1 <= max_results <= MAX_RESULTS:
             raise QueryError(f"max_results must be from 1 to {MAX_RESULTS}")
         report = self.index.refresh()
+        if report is not None and report.chunks_written and self.background is not None:
+            self.background.wake()
         response = run_search(
             self.index,
             self.embedder,
@@ -225,6 +281,7 @@ class Memory:
             min_score=min_score,
             exclude_paths=PRIVATE_FILES if self.scope == "shared" else frozenset(),
             lines_of=self._file_lines,
+            embed_missing=self._embed_missing(),
         )
         if report is not None:
             response.warnings.extend(report.warnings)
@@ -233,17 +290,30 @@ class Memory:
             "files": counts["files"],
             "chunks": counts["chunks"],
             "pending_vectors": counts["pending_vectors"],
+            "estimated_vectors": response.estimated,
             "synced_now": report.scanned if report else 0,
             "embedder": self.embedder.model_id if self.embedder else None,
         }
-        if counts["pending_vectors"] and self.embedder is not None:
-            response.warnings.append(
-                f"{counts['pending_vectors']} chunks are not embedded yet (keyword search "
-                "covers them): run `memdir index` to finish"
-            )
+        if response.estimated and self.embedder is not None:
+            response.warnings.append(self._pending_warning(response.estimated, counts))
         if record:
             record_recalls(self.recalls, response, now=now())  # never raises; warns instead
         return response
+
+    def _pending_warning(self, estimated: int, counts: dict[str, int]) -> str:
+        """What a search says when it ranked candidates whose vectors were still pending."""
+        pending = counts["pending_vectors"]
+        head = (
+            f"ranked while vectors were pending: {estimated} candidate(s) had no vector yet "
+            f"and were scored with an estimate ({pending} of {counts['chunks']} chunks pending)"
+        )
+        progress = self.embedding_progress()
+        if progress.running:
+            return f"{head}; background embedding is running ({progress.describe()})"
+        return (
+            f"{head}; `memdir index` embeds them (`memdir serve` and `memdir watch` do it in "
+            "the background)"
+        )
 
     def _file_lines(self, path: str) -> list[str] | None:
         """An indexed file's lines as they are now (for widening results); None if unreadable
@@ -372,8 +442,33 @@ class Memory:
     # -- maintenance ----------------------------------------------------------------------
 
     def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
-        """Index what changed (everything with ``force``), then embed pending chunks."""
-        return self.index.sync(force=force, progress=progress)
+        """Index what changed (everything with ``force``), then embed pending chunks (with a
+        background embedder running, it gets them instead and this returns at once)."""
+        worker = self.background
+        if worker is None:
+            return self.index.sync(force=force, progress=progress)
+        report = self.index.sync(force=force, progress=progress, embed=False)
+        worker.wake()
+        return report
+
+    def embedding_progress(self) -> EmbedProgress:
+        """How far embedding has got: the background worker's own figures while it runs,
+        else the pending count and an estimate from the last recorded embedding rate."""
+        last = self.index.read(embed_rate) if self.embedder is not None else None
+        ago = round(max(0.0, time.time() - last[1]), 1) if last else None
+        worker = self.background
+        if worker is not None:
+            return dataclasses.replace(worker.progress(), last_batch_seconds_ago=ago)
+        pending = self.index.counts()["pending_vectors"] if self.embedder is not None else 0
+        rate = last[0] if last and pending else None
+        return EmbedProgress(
+            running=False,
+            embedded=0,
+            pending=pending,
+            rate=round(rate, 3) if rate else None,
+            eta_seconds=round(pending / rate, 1) if rate and pending else None,
+            last_batch_seconds_ago=ago,
+        )
 
     def status(self) -> dict[str, Any]:
         """What is indexed, with which model and backend, what is dirty, and any warnings."""
@@ -398,6 +493,7 @@ class Memory:
             "llm": _chat_llm(self.config),
             "identity_current": self.index.identity_matches(),
             **counts,
+            "embedding_progress": self.embedding_progress().to_dict(),
             "dirty_files": len(dirty.changed),
             "deleted_files": len(dirty.deleted),
             "file_warnings": {

@@ -245,6 +245,7 @@ def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchRes
         citation=f"{chunk.path}#L{start}-L{end}",
         explain={
             "vector": round(cand.vector, 6),
+            "vector_estimated": not cand.has_vector,
             "text": round(cand.text, 6),
             "decay": round(cand.decay, 6),
             "age_days": cand.age_days,

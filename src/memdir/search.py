@@ -21,14 +21,16 @@ below ``min_score``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from memdir.config import SearchConfig
-from memdir.embeddings.base import Embedder
+from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ProviderError
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
@@ -58,6 +60,8 @@ class SearchResponse:
     terms: list[str]
     warnings: list[str] = field(default_factory=list)
     index: dict[str, Any] = field(default_factory=dict)
+    #: Candidates ranked with an estimated vector leg (their chunk had no vector yet).
+    estimated: int = 0
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         return {
@@ -83,6 +87,9 @@ class Candidate:
     age_days: float | None = None
     keyword_hit: bool = False
     mmr_rank: int | None = None
+    #: The vector leg is the chunk's real cosine similarity; False: the chunk has no vector
+    #: (not embedded yet, or too large to embed) and ``vector`` is an estimate.
+    has_vector: bool = False
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -108,19 +115,65 @@ def complete_legs(
     hit outside the vector top-k, the BM25 of a vector hit the keyword leg missed. Without
     this a chunk found by one leg scores 0 on the other and sinks below weaker chunks that
     both legs returned."""
-    no_vector = [c.chunk.seq for c in pool if c.vector <= 0]
+    no_vector = [c.chunk.seq for c in pool if not c.has_vector]
     if no_vector:
         sims = manager.vector_scores(query_vector, no_vector)
         for cand in pool:
             if cand.chunk.seq in sims:
                 cand.vector = max(0.0, sims[cand.chunk.seq])
-    no_text = {c.chunk.seq: chunk_tokens(c.chunk.text) for c in pool if not c.keyword_hit}
+                cand.has_vector = True
+    no_text = [c.chunk.seq for c in pool if not c.keyword_hit]
     if no_text and keywords is not None:
         scores = manager.keyword_scores(keywords, no_text)
         for cand in pool:
             if scores.get(cand.chunk.seq, 0.0) > 0:
                 cand.text = scores[cand.chunk.seq]
                 cand.keyword_hit = True
+
+
+#: ``embed_missing(seqs)``: embed (and store) what it can of these chunks that lack a vector,
+#: in this order, within its own budget; returns their vectors.
+EmbedMissing = Callable[[Sequence[int]], Mapping[int, Vectors]]
+
+
+def embed_candidates(
+    pool: Sequence[Candidate], query_vector: Vectors, embed_missing: EmbedMissing
+) -> int:
+    """Give the candidates without a vector their real one where ``embed_missing`` can, the
+    strongest keyword matches first; returns how many it embedded."""
+    missing = sorted((c for c in pool if not c.has_vector), key=lambda c: -c.text)
+    if not missing:
+        return 0
+    fresh = embed_missing([c.chunk.seq for c in missing])
+    q = np.asarray(query_vector, dtype=np.float32)
+    for cand in missing:
+        vector = fresh.get(cand.chunk.seq)
+        if vector is not None:
+            cand.vector = max(0.0, float(np.asarray(vector, dtype=np.float32) @ q))
+            cand.has_vector = True
+    return sum(1 for c in missing if c.has_vector)
+
+
+def estimate_missing_vectors(pool: Sequence[Candidate]) -> int:
+    """Estimate the vector leg of candidates that have no vector, so that a keyword match
+    competes on equal terms instead of scoring 0 on that leg (SPEC's "missing side = 0" sank
+    every chunk not embedded yet below every embedded one).
+
+    The estimate places a chunk within this query's own range of similarities by its keyword
+    strength: ``low + (high − low) · text / best_text``, where ``high`` and ``low`` are the best
+    and the median similarity among candidates that have a vector. Returns how many it
+    estimated.
+    """
+    missing = [c for c in pool if not c.has_vector]
+    if not missing:
+        return 0
+    known = sorted(c.vector for c in pool if c.has_vector)
+    high = known[-1] if known else 0.0
+    low = known[len(known) // 2] if known else 0.0
+    best_text = max((c.text for c in pool), default=0.0) or 1.0
+    for cand in missing:
+        cand.vector = low + (high - low) * (cand.text / best_text)
+    return len(missing)
 
 
 def merge_hybrid(candidates: Sequence[Candidate], vector_weight: float, text_weight: float) -> None:
@@ -275,11 +328,14 @@ def run_search(
     min_score: float | None = None,
     exclude_paths: frozenset[str] = frozenset(),
     lines_of: LinesOf | None = None,
+    embed_missing: EmbedMissing | None = None,
 ) -> SearchResponse:
     """Run the whole pipeline on an up-to-date index (the caller refreshes it first).
 
     ``lines_of(path)`` returns a file's current lines (or None); with it, results are widened
     with neighbouring lines up to ``snippet_chars`` (see :func:`place_results`).
+    ``embed_missing`` embeds candidates that have no vector yet (:func:`embed_candidates`);
+    the rest get an estimate (:func:`estimate_missing_vectors`).
     """
     k = max(1, max_results or config.max_results)
     threshold = config.min_score if min_score is None else min_score
@@ -301,7 +357,8 @@ def run_search(
     if query_vector is not None:
         legs.append("vector")
         for seq, sim in manager.vector_search(query_vector, fetch):
-            candidates.setdefault(seq, Candidate(_placeholder(seq))).vector = max(0.0, sim)
+            cand = candidates.setdefault(seq, Candidate(_placeholder(seq)))
+            cand.vector, cand.has_vector = max(0.0, sim), True
     if keywords is not None:
         legs.append("keyword")
         for seq, text_score in manager.keyword_search(keywords, fetch):
@@ -318,8 +375,12 @@ def run_search(
         pool.append(cand)
 
     mode = "hybrid" if query_vector is not None else ("keyword" if keywords else "empty")
+    estimated = 0
     if mode == "hybrid" and config.score_both_legs and query_vector is not None:
         complete_legs(manager, pool, query_vector, keywords)
+        if embed_missing is not None:
+            embed_candidates(pool, query_vector, embed_missing)
+        estimated = estimate_missing_vectors(pool)
     if mode == "keyword":
         keyword_only_scores(pool, terms)
     else:
@@ -352,7 +413,9 @@ def run_search(
         warnings.append("empty query")
     elif keywords is None:
         warnings.append("the query has only stopwords; nothing to match")
-    return SearchResponse(query, results, mode, legs, terms, warnings)
+    response = SearchResponse(query, results, mode, legs, terms, warnings)
+    response.estimated = estimated
+    return response
 
 
 def _placeholder(seq: int) -> ChunkRow:
@@ -367,6 +430,8 @@ __all__ = [
     "apply_temporal_decay",
     "complete_legs",
     "decay_factor",
+    "embed_candidates",
+    "estimate_missing_vectors",
     "file_date",
     "keyword_only_scores",
     "merge_hybrid",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import (
@@ -20,6 +21,7 @@ from rich.text import Text
 from memdir.cli.common import open_memory, print_json, stderr, stdout, styled, visible
 from memdir.cli.main import cli
 from memdir.config import load_config
+from memdir.index.background import EmbedProgress
 from memdir.llm.tool_support import tool_refusals
 from memdir.workspace import Workspace, init_workspace
 
@@ -114,6 +116,10 @@ def _llm_row(llm: dict[str, str]) -> str:
     return f"{llm['provider']}{model} ({llm['source']})"
 
 
+#: A batch of vectors written this recently means some process is embedding now.
+ACTIVE_WITHIN_S = 60.0
+
+
 @cli.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.pass_context
@@ -151,6 +157,8 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
             f"{info['dirty_files']} changed, {info['deleted_files']} deleted since last sync",
         ),
     ]
+    if info["pending_vectors"]:
+        rows.append(("embedding", _embedding_state(info["embedding_progress"])))
     if not info["identity_current"]:
         rows.append(("identity", "changed: the next index or search rebuilds the index"))
     audit = info["audit"]
@@ -179,3 +187,14 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         out.print(styled(("warning", "yellow"), f": {path}: {warning}"))
     for note in info["notes"]:
         out.print(styled(("note", "yellow"), f": {note}"))
+
+
+def _embedding_state(progress: dict[str, Any]) -> str:
+    """Where embedding stands, for ``status``: pending, rate, time left, who is doing it."""
+    state = EmbedProgress(**progress)
+    ago = state.last_batch_seconds_ago
+    if ago is not None and ago < ACTIVE_WITHIN_S:
+        who = f"a background embed is running (last batch {ago:.0f} s ago)"
+    else:
+        who = "run `memdir index`, or `memdir serve`/`memdir watch` embed in the background"
+    return f"{state.describe()}; {who}"

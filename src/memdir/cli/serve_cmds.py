@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from memdir.cli.common import print_json, stderr, stdout, styled
 from memdir.cli.main import cli
+from memdir.index.background import EmbedProgress
 from memdir.index.sync import SyncReport
 from memdir.lifecycle.write import SECTIONS
 from memdir.memory import SCOPES, Memory
@@ -30,7 +32,8 @@ def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
     """Run the MCP server over stdio (tools memory_search, memory_get, memory_write).
 
     Point your MCP client at `memdir serve --workspace PATH` (a workspace made by `memdir
-    init`); see the README's "MCP setup".
+    init`); see the README's "MCP setup". Chunks without a vector are embedded in the
+    background from start-up, newest files first; searches never wait for it.
     """
     from memdir.mcp_server import serve_stdio
 
@@ -39,6 +42,7 @@ def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
     with contextlib.redirect_stdout(sys.stderr):
         memory = Memory(workspace, scope=scope)
     with memory:
+        memory.start_background_embedding()
         serve_stdio(memory, watch=not no_watch)
 
 
@@ -52,7 +56,8 @@ def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
 )
 @click.pass_context
 def watch_command(ctx: click.Context, debounce: float) -> None:
-    """Keep the index current: sync after Markdown files change, until Ctrl-C."""
+    """Keep the index current: sync after Markdown files change, and embed pending chunks in
+    the background (newest files first), until Ctrl-C."""
     from memdir.watch import WorkspaceWatcher
 
     workspace: Path = ctx.obj
@@ -72,16 +77,36 @@ def watch_command(ctx: click.Context, debounce: float) -> None:
 
     with Memory(workspace) as memory:
         watcher = WorkspaceWatcher(memory, debounce=debounce, on_sync=synced, on_error=failed)
-        out.print(f"watching {memory.workspace.root} (Ctrl-C to stop)")
-        watcher.start()
+        shown: tuple[int, str | None] | None = None
         try:
+            out.print(f"watching {memory.workspace.root} (Ctrl-C to stop)")
+            watcher.start()
+            worker = memory.start_background_embedding()
             while watcher.running:
                 time.sleep(0.5)
+                if worker is not None:
+                    shown = _show_embedding(out.print, worker.progress(), shown)
         except KeyboardInterrupt:
             pass
         finally:
             watcher.stop()
         out.print("stopped")
+
+
+def _show_embedding(
+    say: Callable[[str], object], progress: EmbedProgress, shown: tuple[int, str | None] | None
+) -> tuple[int, str | None]:
+    """Print the background embedding's progress when it moved by a batch or more."""
+    state = (progress.embedded, progress.error)
+    if state == shown or (shown is None and not progress.embedded and not progress.error):
+        return shown or state
+    if progress.error:
+        say(f"embedding paused: {progress.error}")
+    elif progress.pending:
+        say(f"embedding: {progress.embedded} done, {progress.describe()}")
+    else:
+        say(f"embedding: {progress.embedded} done, nothing pending")
+    return state
 
 
 @cli.command("remember")

@@ -170,8 +170,20 @@ class IndexBackend(Protocol):
         """Forget files (and their chunks); returns how many were removed."""
         ...
 
-    def chunks_without_vectors(self, limit: int = 10_000) -> list[tuple[int, str, str]]:
-        """``(seq, hash, text)`` of chunks that still need an embedding, oldest first."""
+    def chunks_without_vectors(
+        self,
+        limit: int = 10_000,
+        *,
+        newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
+    ) -> list[tuple[int, str, str]]:
+        """``(seq, hash, text)`` of chunks that still need an embedding (embeddable ones only).
+
+        Args:
+            newest_first: the chunks of the most recently modified files first (a background
+                embed serves what was just written before old notes); else in ``seq`` order.
+            seqs: only among these chunks (a search's candidates).
+        """
         ...
 
     def set_vectors(self, items: Sequence[tuple[int, Vectors]]) -> None:
@@ -179,6 +191,10 @@ class IndexBackend(Protocol):
         ...
 
     def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]: ...
+
+    def chunk_tokens(self, seqs: Sequence[int]) -> dict[int, list[str]]:
+        """The stored keyword tokens of these chunks (what BM25 counts; no re-tokenising)."""
+        ...
 
     def counts(self) -> dict[str, int]:
         """Row counts: files, chunks, vectors, pending_vectors, cached_embeddings."""

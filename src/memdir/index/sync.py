@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import stat
@@ -312,27 +313,23 @@ def embed_pending(
     pending = store.chunks_without_vectors(limit=limit or 10_000_000)
     total = len(pending)
     done = 0
-    who = f"{embedder.provider}/{embedder.model_id}"
-    ids = (embedder.provider, embedder.model_id, embedder.provider_key)
     for start, end in token_batches([text for _, _, text in pending], batch_tokens):
         batch = pending[start:end]
+        batch_started = time.perf_counter()
         try:
-            if pooling == "chunk":
-                vectors = check_dims(
-                    embedder.embed_documents([text for _, _, text in batch]),
-                    len(batch),
-                    embedder.dims,
-                    who=who,
-                )
-                cache_items = [(h, v) for (_, h, _), v in zip(batch, vectors, strict=True)]
-            else:
-                vectors, cache_items = _pool_lines(store, embedder, batch, pooling, who)
+            vectors, cache_items = embed_chunks(store, embedder, batch, pooling)
         except ProviderError as exc:
             report.warnings.append(f"embedding failed, keyword search only for now: {exc}")
             break
-        with lock() if lock else contextlib.nullcontext():
-            store.cache_put(*ids, cache_items)
-            store.set_vectors([(seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True)])
+        write_vectors(
+            store,
+            embedder,
+            batch,
+            vectors,
+            cache_items,
+            lock=lock,
+            seconds=time.perf_counter() - batch_started,
+        )
         done += len(batch)
         report.embedded += len(batch)
         if progress:
@@ -340,6 +337,66 @@ def embed_pending(
     report.pending_vectors = total - done
     report.seconds += time.perf_counter() - started
     return report
+
+
+#: Meta key of the last embedding batch's throughput (``memdir status`` estimates from it).
+EMBED_RATE_KEY = "embed_rate"
+
+
+def embed_chunks(
+    store: IndexBackend,
+    embedder: Embedder,
+    batch: Sequence[tuple[int, str, str]],
+    pooling: str = "chunk",
+) -> tuple[Vectors, list[tuple[str, Vectors]]]:
+    """Embed one batch of pending chunks ``(seq, hash, text)``: their vectors, and the
+    embedding-cache entries to write with them. Nothing is written here.
+
+    Raises:
+        ProviderError: the embedder failed or returned the wrong shape.
+    """
+    who = f"{embedder.provider}/{embedder.model_id}"
+    if pooling != "chunk":
+        return _pool_lines(store, embedder, list(batch), pooling, who)
+    vectors = check_dims(
+        embedder.embed_documents([text for _, _, text in batch]), len(batch), embedder.dims, who=who
+    )
+    return vectors, [(h, v) for (_, h, _), v in zip(batch, vectors, strict=True)]
+
+
+def write_vectors(
+    store: IndexBackend,
+    embedder: Embedder,
+    batch: Sequence[tuple[int, str, str]],
+    vectors: Vectors,
+    cache_items: Sequence[tuple[str, Vectors]],
+    *,
+    lock: Callable[[], AbstractContextManager[object]] | None = None,
+    seconds: float | None = None,
+) -> None:
+    """Store a batch's vectors and cache entries in one short write (under ``lock``), and its
+    throughput when ``seconds`` (the time the model took) is given."""
+    ids = (embedder.provider, embedder.model_id, embedder.provider_key)
+    with lock() if lock else contextlib.nullcontext():
+        store.cache_put(*ids, cache_items)
+        store.set_vectors([(seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True)])
+        if seconds is not None and seconds > 0:
+            rate = {"chunks": len(batch), "seconds": round(seconds, 4), "at": time.time()}
+            with store.write():
+                store.meta_set(EMBED_RATE_KEY, json.dumps(rate))
+
+
+def embed_rate(store: IndexBackend) -> tuple[float, float] | None:
+    """``(chunks per second, time written)`` of the last embedding batch written to this
+    index (by any process), if any."""
+    raw = store.meta_get(EMBED_RATE_KEY)
+    try:
+        data = json.loads(raw) if raw else None
+        if not data:
+            return None
+        return float(data["chunks"]) / float(data["seconds"]), float(data["at"])
+    except (ValueError, KeyError, TypeError, ZeroDivisionError):
+        return None
 
 
 def _pool_lines(

@@ -354,14 +354,37 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
                 self._changes().changed = True
         return removed
 
-    def chunks_without_vectors(self, limit: int = 10_000) -> list[tuple[int, str, str]]:
+    def chunks_without_vectors(
+        self,
+        limit: int = 10_000,
+        *,
+        newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
+    ) -> list[tuple[int, str, str]]:
+        if seqs is not None and not seqs:
+            return []
+        order = "f.mtime_ns DESC, c.seq" if newest_first else "c.seq"
+        among = " AND c.seq = ANY(%s)" if seqs is not None else ""
+        args: list[object] = [self.workspace_id]
+        if seqs is not None:
+            args.append([int(s) for s in seqs])
         rows = self.conn.execute(
-            "SELECT c.seq, c.hash, c.text FROM memdir_chunks c WHERE c.workspace_id = %s "
-            "AND c.embeddable AND NOT EXISTS (SELECT 1 FROM memdir_vectors v "
-            "WHERE v.seq = c.seq) ORDER BY c.seq LIMIT %s",
-            (self.workspace_id, limit),
+            "SELECT c.seq, c.hash, c.text FROM memdir_chunks c JOIN memdir_files f "
+            "ON f.workspace_id = c.workspace_id AND f.path = c.path WHERE c.workspace_id = %s "
+            f"AND c.embeddable{among} AND NOT EXISTS (SELECT 1 FROM memdir_vectors v "
+            f"WHERE v.seq = c.seq) ORDER BY {order} LIMIT %s",
+            (*args, limit),
         ).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    def chunk_tokens(self, seqs: Sequence[int]) -> dict[int, list[str]]:
+        if not seqs:
+            return {}
+        rows = self.conn.execute(
+            "SELECT seq, tokens FROM memdir_chunks WHERE workspace_id = %s AND seq = ANY(%s)",
+            (self.workspace_id, [int(s) for s in seqs]),
+        ).fetchall()
+        return {int(seq): str(tokens).split() for seq, tokens in rows}
 
     def set_vectors(self, items: Sequence[tuple[int, Vectors]]) -> None:
         with self.write():

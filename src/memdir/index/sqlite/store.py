@@ -184,14 +184,39 @@ class SqliteStore(SqliteKeywordSearch):
             self.conn.execute("DELETE FROM vectors WHERE seq = ?", (seq,))
         self.conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
 
-    def chunks_without_vectors(self, limit: int = 10_000) -> list[tuple[int, str, str]]:
+    def chunks_without_vectors(
+        self,
+        limit: int = 10_000,
+        *,
+        newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
+    ) -> list[tuple[int, str, str]]:
         """``(seq, hash, text)`` of chunks that still need an embedding."""
+        if seqs is not None and not seqs:
+            return []
+        order = "f.mtime_ns DESC, c.seq" if newest_first else "c.seq"
+        among, args = "", []
+        if seqs is not None:
+            among = f" AND c.seq IN ({','.join('?' * len(seqs))})"
+            args = [int(s) for s in seqs]
         rows = self.conn.execute(
             "SELECT c.seq, c.hash, c.text FROM chunks c LEFT JOIN vectors v ON v.seq = c.seq "
-            "WHERE v.seq IS NULL AND c.embeddable = 1 ORDER BY c.seq LIMIT ?",
-            (limit,),
+            "JOIN files f ON f.path = c.path "
+            f"WHERE v.seq IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
+            (*args, limit),
         ).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    def chunk_tokens(self, seqs: Sequence[int]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for start in range(0, len(seqs), 500):
+            part = [int(s) for s in seqs[start : start + 500]]
+            marks = ",".join("?" * len(part))
+            for seq, tokens in self.conn.execute(
+                f"SELECT rowid, tokens FROM chunks_fts WHERE rowid IN ({marks})", part
+            ):
+                out[int(seq)] = str(tokens).split()
+        return out
 
     def set_vectors(self, items: Sequence[tuple[int, Vectors]]) -> None:
         """Store embeddings for existing chunks (skipping chunks deleted meanwhile)."""
