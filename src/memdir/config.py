@@ -196,7 +196,16 @@ class SearchConfig:
     """Hybrid search defaults and why (docs/design.md#search)."""
 
     max_results: int = 6
-    min_score: float = 0.35
+    #: Results below this score are dropped. A score is a calibrated relevance (see
+    #: :mod:`memdir.relevance`) when the embedding model has coefficients (the local models):
+    #: chosen from the off-topic table in docs/benchmarks.md so that questions the memory
+    #: cannot answer get no results. Models without coefficients keep the fused score and
+    #: ``raw_min_score``.
+    min_score: float = 0.5
+    raw_min_score: float = 0.35
+    #: Score results by calibrated relevance when the model has coefficients; false: the
+    #: fused score everywhere (for benchmarks of the old behaviour).
+    calibrate: bool = True
     vector_weight: float = 0.7
     text_weight: float = 0.3
     candidate_multiplier: int = 4

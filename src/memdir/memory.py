@@ -33,7 +33,9 @@ from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
 from memdir.privacy import SecretGuard
+from memdir.relevance import calibration_for
 from memdir.search import EmbedMissing, SearchResponse, run_search
+from memdir.unindexed import Unindexed, find_unindexed
 from memdir.workspace import (
     MEMORY_FILE,
     OWNER_FILES,
@@ -158,6 +160,8 @@ class Memory:
         if embedder is None:
             embedder = self._build_embedder()
         self.embedder = embedder
+        #: What turns a result's parts into its score (None: the fused score, uncalibrated).
+        self.calibration = calibration_for(embedder) if self.config.search.calibrate else None
         self.index = self._open_index()
         #: What searches recalled from the daily logs (docs/design.md#dreaming); opened on first
         #: use.
@@ -282,6 +286,7 @@ class Memory:
             exclude_paths=PRIVATE_FILES if self.scope == "shared" else frozenset(),
             lines_of=self._file_lines,
             embed_missing=self._embed_missing(),
+            calibration=self.calibration,
         )
         if report is not None:
             response.warnings.extend(report.warnings)
@@ -451,6 +456,16 @@ class Memory:
         worker.wake()
         return report
 
+    def unindexed(self) -> Unindexed:
+        """Markdown files in the workspace that no indexing rule covers (``notes/``, the root),
+        with the ``extra_paths`` line that would include them (see :mod:`memdir.unindexed`)."""
+        return find_unindexed(self.workspace)
+
+    @property
+    def config_file(self) -> Path:
+        """The workspace's own config file (``.memdir/config.toml``)."""
+        return self.workspace.state_dir / "config.toml"
+
     def embedding_progress(self) -> EmbedProgress:
         """How far embedding has got: the background worker's own figures while it runs,
         else the pending count and an estimate from the last recorded embedding rate."""
@@ -489,11 +504,21 @@ class Memory:
                 "dims": embedder.dims if embedder else None,
                 "note": getattr(embedder, "note", None),
             },
+            "scores": {
+                "calibrated": self.calibration is not None,
+                "source": self.calibration.source if self.calibration else None,
+                "min_score": (
+                    self.config.search.min_score
+                    if self.calibration
+                    else self.config.search.raw_min_score
+                ),
+            },
             "vector_backend": self.index.vector_backend,
             "llm": _chat_llm(self.config),
             "identity_current": self.index.identity_matches(),
             **counts,
             "embedding_progress": self.embedding_progress().to_dict(),
+            "unindexed": self.unindexed().to_dict(self.config_file),
             "dirty_files": len(dirty.changed),
             "deleted_files": len(dirty.deleted),
             "file_warnings": {

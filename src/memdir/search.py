@@ -34,6 +34,7 @@ from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ProviderError
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
+from memdir.relevance import Calibration
 from memdir.results import (
     LinesOf,
     SearchResult,
@@ -62,6 +63,12 @@ class SearchResponse:
     index: dict[str, Any] = field(default_factory=dict)
     #: Candidates ranked with an estimated vector leg (their chunk had no vector yet).
     estimated: int = 0
+    #: The share of the query's terms that occur in no chunk (part of a calibrated score).
+    unknown: float = 0.0
+    #: The scores are calibrated relevances (see :mod:`memdir.relevance`).
+    calibrated: bool = False
+    #: The threshold the results passed (None in keyword-only mode, which has none).
+    min_score: float | None = None
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         return {
@@ -70,6 +77,9 @@ class SearchResponse:
             "legs": self.legs,
             "terms": self.terms,
             "results": [r.to_dict(explain=explain) for r in self.results],
+            "scores": "relevance" if self.calibrated else "fused",
+            "min_score": self.min_score,
+            "unknown_terms": round(self.unknown, 3),
             "warnings": self.warnings,
             "index": self.index,
         }
@@ -90,6 +100,9 @@ class Candidate:
     #: The vector leg is the chunk's real cosine similarity; False: the chunk has no vector
     #: (not embedded yet, or too large to embed) and ``vector`` is an estimate.
     has_vector: bool = False
+    #: The fused score that ranked it (``score`` becomes its calibrated relevance when the
+    #: embedding model has coefficients, see :mod:`memdir.relevance`).
+    fused: float = 0.0
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -289,6 +302,17 @@ def apply_min_score(
     return [c for c in ranked if c.keyword_hit and c.text >= floor], True
 
 
+def apply_calibration(
+    candidates: Sequence[Candidate], calibration: Calibration, unknown: float
+) -> None:
+    """Turn each candidate's score into its calibrated relevance (the fused score is kept in
+    ``fused``); temporal decay, when on, still scales it."""
+    for cand in candidates:
+        cand.fused = cand.score
+        relevance = calibration.relevance(cand.vector, cand.text, unknown)
+        cand.score = relevance * cand.decay
+
+
 def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -> None:
     """Score keyword candidates without vectors (OpenClaw's fallback, reweighted by us).
 
@@ -329,16 +353,20 @@ def run_search(
     exclude_paths: frozenset[str] = frozenset(),
     lines_of: LinesOf | None = None,
     embed_missing: EmbedMissing | None = None,
+    calibration: Calibration | None = None,
 ) -> SearchResponse:
     """Run the whole pipeline on an up-to-date index (the caller refreshes it first).
 
     ``lines_of(path)`` returns a file's current lines (or None); with it, results are widened
     with neighbouring lines up to ``snippet_chars`` (see :func:`place_results`).
     ``embed_missing`` embeds candidates that have no vector yet (:func:`embed_candidates`);
-    the rest get an estimate (:func:`estimate_missing_vectors`).
+    the rest get an estimate (:func:`estimate_missing_vectors`). With a ``calibration`` the
+    scores are calibrated relevances and ``min_score`` (default ``search.min_score``) applies
+    to them; without one, the fused scores and ``search.raw_min_score`` (with the keyword
+    rescue of SPEC §5).
     """
     k = max(1, max_results or config.max_results)
-    threshold = config.min_score if min_score is None else min_score
+    threshold = min_score
     n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
     terms = KEYWORD_QUERIES[config.keyword_query](query)
     keywords = KeywordQuery.build(terms, config.keyword_query)
@@ -401,7 +429,17 @@ def run_search(
     pool.sort(key=lambda c: (-c.score, c.chunk.path, c.chunk.start_line))
     pool = pool[:n_candidates]
     ranked = mmr_rerank(pool, lam=config.mmr_lambda, k=len(pool)) if config.mmr else pool
-    if mode == "hybrid":
+    for cand in ranked:
+        cand.fused = cand.score
+    unknown = manager.unknown_share(terms) if mode == "hybrid" else 0.0
+    if mode == "hybrid" and calibration is not None:
+        apply_calibration(ranked, calibration, unknown)
+        if threshold is None:
+            threshold = config.min_score
+        kept = [c for c in ranked if c.score >= threshold]
+    elif mode == "hybrid":
+        if threshold is None:
+            threshold = config.raw_min_score
         kept, rescued = apply_min_score(ranked, min_score=threshold)
         if rescued and kept:
             warnings.append("no result passed min_score; showing keyword matches")
@@ -415,6 +453,9 @@ def run_search(
         warnings.append("the query has only stopwords; nothing to match")
     response = SearchResponse(query, results, mode, legs, terms, warnings)
     response.estimated = estimated
+    response.unknown = unknown
+    response.calibrated = mode == "hybrid" and calibration is not None
+    response.min_score = threshold if mode == "hybrid" else None
     return response
 
 
@@ -426,6 +467,7 @@ __all__ = [
     "Candidate",
     "SearchResponse",
     "SearchResult",
+    "apply_calibration",
     "apply_min_score",
     "apply_temporal_decay",
     "complete_legs",

@@ -94,8 +94,16 @@ def index_command(ctx: click.Context, force: bool, as_json: bool) -> None:
                 bar.update(tasks[phase], completed=done, total=total)
 
             report = mem.sync(force=force, progress=progress)
+            unindexed = mem.unindexed()
+            config_file = mem.config_file
         if as_json:
-            print_json({**report.__dict__, "changed": report.changed})
+            print_json(
+                {
+                    **report.__dict__,
+                    "changed": report.changed,
+                    "unindexed": unindexed.to_dict(config_file),
+                }
+            )
             return
         out = stdout()
         out.print(
@@ -109,6 +117,8 @@ def index_command(ctx: click.Context, force: bool, as_json: bool) -> None:
             err.print(styled(f"warning: {warning}"))
         for path, reason in report.skipped:
             err.print(styled(f"skipped: {path}: {reason}"))
+        if unindexed.count:
+            err.print(styled(f"note: {unindexed.summary(config_file)}"))
 
 
 def _llm_row(llm: dict[str, str]) -> str:
@@ -187,6 +197,8 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         out.print(styled(("warning", "yellow"), f": {path}: {warning}"))
     for note in info["notes"]:
         out.print(styled(("note", "yellow"), f": {note}"))
+    if info["unindexed"]["count"]:
+        out.print(styled(("not indexed", "yellow"), f": {info['unindexed']['summary']}"))
 
 
 def _embedding_state(progress: dict[str, Any]) -> str:

@@ -447,6 +447,14 @@ class IndexManager:
             seq: bm25_to_score(bm25_document(words, idf, stats)) for seq, words in tokens.items()
         }
 
+    def unknown_share(self, terms: Sequence[str]) -> float:
+        """The share of ``terms`` that occur in no chunk of the index (0 without terms)."""
+        wanted = list(dict.fromkeys(terms))
+        if not wanted:
+            return 0.0
+        found = self.read(lambda store: store.document_frequencies(wanted))
+        return sum(1 for t in wanted if found.get(t, 0) <= 0) / len(wanted)
+
     def _term_idf(self, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
         """IDFs of the query terms, remembered for the last query of this index generation
         (the keyword leg and the scoring of vector-only candidates share them). Called right
