@@ -85,7 +85,10 @@ class MemoryTools:
         self.lock = lock if lock is not None else threading.Lock()
         self.timeout = timeout
         self.specs = memory_tools(
-            memory.config.search, private=memory.scope == "private", forget=True
+            memory.config.search,
+            private=memory.scope == "private",
+            forget=True,
+            calibrated=memory.calibration is not None,
         )
 
     @property

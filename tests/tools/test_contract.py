@@ -27,7 +27,12 @@ def test_descriptions_state_the_effective_configuration() -> None:
     assert "at most 400 lines and 10,000 characters" in get.description
     assert "MEMORY.md section" in write.description
     other = memory_tools(SearchConfig(), private=True)[0]
-    assert "up to 6 snippets" in other.description and "below 0.35" in other.description
+    default = f"below {SearchConfig().min_score:g}"
+    assert "up to 6 snippets" in other.description and default in other.description
+    assert "estimated chance that the snippet is relevant" in other.description
+    raw = memory_tools(SearchConfig(), private=True, calibrated=False)[0]
+    assert "below 0.35" in raw.description and "not calibrated" in raw.description
+    assert "no results means nothing relevant" not in raw.description
 
 
 def test_a_shared_session_is_offered_no_memory_md() -> None:
@@ -79,7 +84,9 @@ def test_the_mcp_server_serves_the_contract_for_its_memory(workspace: Path, fake
     (workspace / ".memdir" / "config.toml").write_text("[search]\nmax_results = 4\n")
     with Memory(workspace, embedder=fake_embedder) as mem:
         listed = MemoryTools(mem).definitions()
-        expected = memory_tools(mem.config.search, private=True, forget=True)
+        expected = memory_tools(
+            mem.config.search, private=True, forget=True, calibrated=mem.calibration is not None
+        )
         assert listed == [s.to_dict() for s in expected]
         assert [s["name"] for s in listed][-1] == "memory_forget"
         assert "up to 4 snippets" in listed[0]["description"]

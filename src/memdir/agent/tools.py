@@ -85,7 +85,11 @@ def run_tool(memory: Memory, request: ToolRequest) -> dict[str, Any]:
 
 def tool_definitions(memory: Memory) -> tuple[ToolSpec, ...]:
     """The memory tools for an agent on ``memory``: its ``[search]`` settings and its scope."""
-    return memory_tools(memory.config.search, private=memory.scope == "private")
+    return memory_tools(
+        memory.config.search,
+        private=memory.scope == "private",
+        calibrated=memory.calibration is not None,
+    )
 
 
 def tool_message(name: str, result: Mapping[str, Any]) -> str:

@@ -31,10 +31,17 @@ FORGET_TOOL = "memory_forget"
 MAX_GET_LINES = 400
 MAX_GET_CHARS = 10_000
 
-#: What a search score means, said once for every description (and docs/cli.md).
+#: What a search score means, said once for every description (and docs/cli.md): a calibrated
+#: relevance with the local models (:mod:`memdir.relevance`), the raw fused score otherwise.
 SCORE_MEANING = (
-    "a score from 0 to 1, higher meaning more relevant; results scoring below {min_score} "
-    "(min_score) are left out, so no results means nothing relevant is stored"
+    "a score from 0 to 1, the estimated chance that the snippet is relevant to the query "
+    "(0.5: as likely as not); results scoring below {min_score} (min_score) are left out, so "
+    "no results means nothing relevant is stored"
+)
+RAW_SCORE_MEANING = (
+    "a score from 0 to 1, higher meaning more similar (not calibrated for this embedding "
+    "model); results scoring below {min_score} (min_score) are left out, and a low-scoring "
+    "result may be unrelated"
 )
 
 #: The MCP server's instructions (sent once, at the handshake).
@@ -155,7 +162,7 @@ _TYPE_WORDS = {"string": "str", "integer": "int", "number": "number", "boolean":
 
 
 def memory_tools(
-    search: SearchConfig, *, private: bool, forget: bool = False
+    search: SearchConfig, *, private: bool, forget: bool = False, calibrated: bool = True
 ) -> tuple[ToolSpec, ...]:
     """The three memory tools for an agent with these ``[search]`` settings.
 
@@ -164,9 +171,14 @@ def memory_tools(
         private: the owner's own session; False (a shared session) leaves MEMORY.md out of the
             descriptions and the ``section`` argument out of ``memory_write``.
         forget: add ``memory_forget`` (private sessions only: a shared session never gets it).
+        calibrated: the embedding model's scores are calibrated relevances (``min_score``
+            applies); False: raw scores under ``raw_min_score``
+            (``Memory.calibration is not None``).
     """
     files = _PRIVATE_FILES if private else _SHARED_FILES
-    score = SCORE_MEANING.format(min_score=_number(search.min_score))
+    threshold = search.min_score if calibrated else search.raw_min_score
+    meaning = SCORE_MEANING if calibrated else RAW_SCORE_MEANING
+    score = meaning.format(min_score=_number(threshold))
     default_results = search.max_results
     search_args = {
         "query": _arg("string", "Keywords or a short question.", maxLength=MAX_QUERY_CHARS),
@@ -178,7 +190,7 @@ def memory_tools(
         ),
         "min_score": _arg(
             "number",
-            f"Drop results scoring below this (default {_number(search.min_score)}).",
+            f"Drop results scoring below this (default {_number(threshold)}).",
             minimum=0,
             maximum=1,
         ),
