@@ -34,6 +34,18 @@ def load(path: Path = DATA) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
+def lookups() -> list[Fact]:
+    """Searches for an identifier one fact holds ("INC-2291"), with that fact's file and line:
+    what people type when they look a name up."""
+    data = load()
+    facts = [Fact(**item) for item in data["facts"]]
+    out = []
+    for item in data["lookups"]:
+        fact = next(f for f in facts if item["key"] in f.line)
+        out.append(Fact(fact.path, fact.line, item["query"], item["key"]))
+    return out
+
+
 def build(seed: int = 7) -> tuple[dict[str, str], list[Fact]]:
     """The workspace's files (path -> text) and the facts whose ``query`` to search."""
     data = load()

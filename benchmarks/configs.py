@@ -42,6 +42,7 @@ _OPENCLAW = {
         "vector_weight": 0.7,
         "text_weight": 0.3,
         "score_both_legs": False,
+        "calibrate": False,
     },
 }
 

@@ -7,11 +7,13 @@
 
 Workspaces: LoCoMo dev (5 conversations, one file per session), CMRC 2018 dev (848 paragraphs;
 ``--cmrc-stride K`` searches every K-th question), the 39-file developer workspace
-(``_devws.py``) and 10 MemoryBank users (``_memorybank.py``). Indexes are the ones
-``locomo.py``/``cmrc.py`` build (same ``--cache``). Every real question of a workspace is
+(``_devws.py``: its 60 questions and 10 identifier lookups) and 10 MemoryBank users
+(``_memorybank.py``). Indexes are the ones ``locomo.py``/``cmrc.py`` build (same ``--cache``).
+Every real question of a workspace is
 searched, and so is every question of ``data/offtopic.jsonl`` (118, English and Chinese, none
 answered by any of these workspaces), with the default settings except that nothing is dropped
-(``min_score`` 0): each result keeps its parts (cosine, keyword score, fused score) and each
+(``min_score`` 0): each result keeps its parts (cosine, keyword score, query-term coverage,
+fused score) and each
 query the share of its terms that occur in no chunk.
 
 The calibrated relevance of a result (:mod:`memdir.relevance`) is then computed for each
@@ -25,8 +27,9 @@ exactly.
 
 ``--fit`` first fits the coefficients by logistic regression: the results that hold an answer
 (positives) against the results of the off-topic questions with an even line number
-(negatives; the odd ones are held out), features cosine, keyword score and unknown-term
-share. It prints them as a :class:`memdir.relevance.Calibration` and uses them for the table.
+(negatives; the odd ones are held out), features cosine, keyword score, query-term coverage
+and unknown-term share. It prints them as a :class:`memdir.relevance.Calibration` and uses
+them for the table.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class Part:
 
     vector: float
     text: float
+    coverage: float
     fused: float
     answers: list[int]  # which of the question's answers (evidence items) it holds
 
@@ -116,7 +120,13 @@ def _search_corpus(
             for r in response.results:
                 parts = r.explain
                 query.results.append(
-                    Part(parts["vector"], parts["text"], parts["fused"], check(r) if check else [])
+                    Part(
+                        parts["vector"],
+                        parts["text"],
+                        parts["coverage"],
+                        parts["fused"],
+                        check(r) if check else [],
+                    )
                 )
             out.append(query)
     return out
@@ -162,10 +172,11 @@ def collect(args: argparse.Namespace, offtopic: Sequence[str]) -> list[Query]:
         queries += _search_corpus(runner, corpus, "cmrc", checks, [1] * len(questions), offtopic)
         common.log(f"  cmrc: {len(questions)} questions")
     files, facts = _devws.build()
+    facts += _devws.lookups()
     corpus = common.Corpus("firstuse/devws", files, [f.query for f in facts])
     checks = [(lambda key: lambda r: [0] if key in r.snippet else [])(f.key) for f in facts]
     queries += _search_corpus(runner, corpus, "devws", checks, [1] * len(facts), offtopic)
-    common.log(f"  devws: {len(facts)} questions")
+    common.log(f"  devws: {len(facts)} questions (10 of them identifier lookups)")
     if args.memorybank:
         for user in _memorybank.load(args.memorybank):
             corpus = common.Corpus(
@@ -195,7 +206,7 @@ def collect(args: argparse.Namespace, offtopic: Sequence[str]) -> list[Query]:
 
 
 def features(query: Query, part: Part) -> list[float]:
-    return [part.vector, part.text, query.unknown]
+    return [part.vector, part.text, part.coverage, query.unknown]
 
 
 def fit(queries: Sequence[Query]) -> tuple[list[float], float]:
@@ -332,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = calibration
 
     def relevance(q: Query, p: Part) -> float:
-        return chosen.relevance(p.vector, p.text, q.unknown)
+        return chosen.relevance(p.vector, p.text, p.coverage, q.unknown)
 
     text, raw = table(queries, relevance)
     default = choose(raw)
@@ -344,8 +355,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{time.perf_counter() - started:.0f} s"
     )
     out.append(
-        f"- Calibration: vector {calibration.vector:.3f}, text {calibration.text:.3f}, unknown "
-        f"{calibration.unknown:.3f}, bias {calibration.bias:.3f} ({calibration.source})"
+        f"- Calibration: vector {calibration.vector:.3f}, text {calibration.text:.3f}, coverage "
+        f"{calibration.coverage:.3f}, unknown {calibration.unknown:.3f}, bias "
+        f"{calibration.bias:.3f} ({calibration.source})"
     )
     out += ["", text, ""]
     if default is not None:

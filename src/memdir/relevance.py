@@ -8,11 +8,14 @@ it cannot tell "nothing relevant is stored" from "here it is".
 
 Each result's score is therefore a calibrated relevance::
 
-    relevance = 1 / (1 + exp(-(a·vector + b·text + c·unknown + d)))
+    relevance = 1 / (1 + exp(-(a·vector + b·text + c·coverage + e·unknown + d)))
 
 - ``vector``: the chunk's cosine similarity to the query (estimated for a chunk without a vector,
   see :func:`memdir.search.estimate_missing_vectors`);
 - ``text``: its keyword score (memdir's BM25, saturated to [0, 1));
+- ``coverage``: the share of the query terms' weight (IDF) that the chunk holds: an exact
+  identifier ("QX-7731") or every word of the question in one note is strong evidence even
+  when the embedding sees little in common;
 - ``unknown``: the share of the query's terms that occur in no chunk of this index. A question
   about things the memory has never mentioned ("Patagonia", "penicillin") is rarely answered by
   it, however close the nearest chunk is in meaning.
@@ -40,6 +43,7 @@ class Calibration:
     Attributes:
         vector: weight of the cosine similarity.
         text: weight of the keyword score.
+        coverage: weight of the share of the query's term weight the chunk holds.
         unknown: weight of the share of query terms absent from the index (negative).
         bias: the intercept.
         source: where the coefficients come from (shown by ``memdir status``).
@@ -47,13 +51,20 @@ class Calibration:
 
     vector: float
     text: float
+    coverage: float
     unknown: float
     bias: float
     source: str = ""
 
-    def relevance(self, vector: float, text: float, unknown: float) -> float:
+    def relevance(self, vector: float, text: float, coverage: float, unknown: float) -> float:
         """The calibrated relevance of one result."""
-        z = self.vector * vector + self.text * text + self.unknown * unknown + self.bias
+        z = (
+            self.vector * vector
+            + self.text * text
+            + self.coverage * coverage
+            + self.unknown * unknown
+            + self.bias
+        )
         if z >= 0:
             return 1.0 / (1.0 + math.exp(-z))
         e = math.exp(z)

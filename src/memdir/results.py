@@ -245,6 +245,7 @@ def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchRes
         citation=f"{chunk.path}#L{start}-L{end}",
         explain={
             "fused": round(cand.fused, 6),
+            "coverage": round(cand.coverage, 6),
             "vector": round(cand.vector, 6),
             "vector_estimated": not cand.has_vector,
             "text": round(cand.text, 6),

@@ -103,6 +103,8 @@ class Candidate:
     #: The fused score that ranked it (``score`` becomes its calibrated relevance when the
     #: embedding model has coefficients, see :mod:`memdir.relevance`).
     fused: float = 0.0
+    #: The share of the query terms' IDF weight that the chunk holds.
+    coverage: float = 0.0
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -303,13 +305,17 @@ def apply_min_score(
 
 
 def apply_calibration(
-    candidates: Sequence[Candidate], calibration: Calibration, unknown: float
+    candidates: Sequence[Candidate],
+    calibration: Calibration,
+    unknown: float,
+    coverage: Mapping[int, float],
 ) -> None:
     """Turn each candidate's score into its calibrated relevance (the fused score is kept in
     ``fused``); temporal decay, when on, still scales it."""
     for cand in candidates:
         cand.fused = cand.score
-        relevance = calibration.relevance(cand.vector, cand.text, unknown)
+        cand.coverage = coverage.get(cand.chunk.seq, 0.0)
+        relevance = calibration.relevance(cand.vector, cand.text, cand.coverage, unknown)
         cand.score = relevance * cand.decay
 
 
@@ -432,8 +438,12 @@ def run_search(
     for cand in ranked:
         cand.fused = cand.score
     unknown = manager.unknown_share(terms) if mode == "hybrid" else 0.0
+    if mode == "hybrid":
+        coverage = manager.term_coverage(terms, [c.chunk.seq for c in ranked])
+        for cand in ranked:
+            cand.coverage = coverage.get(cand.chunk.seq, 0.0)
     if mode == "hybrid" and calibration is not None:
-        apply_calibration(ranked, calibration, unknown)
+        apply_calibration(ranked, calibration, unknown, coverage)
         if threshold is None:
             threshold = config.min_score
         kept = [c for c in ranked if c.score >= threshold]

@@ -447,6 +447,20 @@ class IndexManager:
             seq: bm25_to_score(bm25_document(words, idf, stats)) for seq, words in tokens.items()
         }
 
+    def term_coverage(self, terms: Sequence[str], seqs: Sequence[int]) -> dict[int, float]:
+        """For each chunk, the share of the query terms' IDF that its stored tokens hold: 1
+        when every term is in it, more for its rare terms than its common ones."""
+        wanted = list(dict.fromkeys(terms))
+        if not wanted or not seqs:
+            return {}
+        idf = self._term_idf(wanted, self._corpus_stats())
+        total = sum(idf.values()) or 1.0
+        tokens = self.read(lambda store: store.chunk_tokens(list(seqs)))
+        return {
+            seq: sum(w for t, w in idf.items() if t in have) / total
+            for seq, have in ((seq, set(words)) for seq, words in tokens.items())
+        }
+
     def unknown_share(self, terms: Sequence[str]) -> float:
         """The share of ``terms`` that occur in no chunk of the index (0 without terms)."""
         wanted = list(dict.fromkeys(terms))
