@@ -157,7 +157,7 @@ def add_common_args(parser: argparse.ArgumentParser, config_names: Sequence[str]
         action="store_true",
         help="search each workspace straight after copying its files into a new folder, "
         "without `memdir index` (whatever the searches index and embed themselves); the "
-        "cache is not used",
+        "vectors they compute are taken from the cached index when it has them",
     )
     parser.add_argument(
         "--reuse-query-vectors",
@@ -283,9 +283,18 @@ def builds_note(builds: Sequence[dict[str, Any]]) -> str:
     if fresh:
         vectors = sum(b["vectors"] for b in fresh)
         chunks = sum(b["chunks"] for b in fresh)
+        memo = [b["memo"] for b in fresh if "memo" in b]
+        reused = sum(m["from_cache"] for m in memo)
+        note = (
+            f"; {reused} of the vectors the searches computed were taken from the cached "
+            "index's embedding cache (the same model: the same vectors; latencies leave the "
+            "model out)"
+            if reused
+            else ""
+        )
         return (
             f"searched straight after copying the files in, no `memdir index` ({len(fresh)} "
-            f"workspaces; {vectors} of {chunks} chunks had vectors after the searches)"
+            f"workspaces; {vectors} of {chunks} chunks had vectors after the searches{note})"
         )
     built = [b for b in builds if not b["cached"]]
     chunks = sum(b["chunks"] or 0 for b in builds)
@@ -355,6 +364,7 @@ class Runner:
         )
         for corpus in corpora:
             with contextlib.ExitStack() as stack:
+                searcher = embedder
                 if self.fresh_search:
                     folder = stack.enter_context(
                         tempfile.TemporaryDirectory(prefix="memdir-bench-fresh-")
@@ -362,10 +372,14 @@ class Runner:
                     root = Path(folder) / "ws"
                     write_files(root, corpus.files)
                     build: dict[str, Any] = {"corpus": corpus.key, "fresh_search": True}
+                    if embedder is not None:
+                        known = self._cached_vectors(corpus, config, embedder)
+                        searcher = DocumentMemo(embedder, known)
+                        build["memo"] = searcher.stats
                 else:
                     root, build = self._prepare(corpus, config, embedder)
                 run.builds.append(build)
-                hits, latencies = self._search_all(root, corpus, config, embedder, run, build)
+                hits, latencies = self._search_all(root, corpus, config, searcher, run, build)
             run.hits.append(hits)
             run.latencies_ms.append(latencies)
             if self.fresh_search:
@@ -411,17 +425,36 @@ class Runner:
                 build.update(chunks=counts["chunks"], vectors=counts["vectors"])
         return hits, latencies
 
-    def _prepare(self, corpus: Corpus, config: Any, embedder: Any) -> tuple[Path, dict[str, Any]]:
-        """The cached workspace of (corpus, index identity), built or synced now."""
-        from memdir import Memory
-
+    def _cached_root(self, corpus: Corpus, config: Any, embedder: Any) -> tuple[Path, str, str]:
+        """Where (corpus, index identity) is cached: ``(root, identity, embedder id)``."""
         emb_id = f"{embedder.provider}-{embedder.model_id}" if embedder is not None else "none"
         ident = (
             f"{emb_id}__{config.index.keyword_tokenizer}"
             f"__c{config.chunking.tokens}o{config.chunking.overlap}"
             f"{'' if config.chunking.pooling == 'chunk' else 'p' + config.chunking.pooling}"
         )
-        root = self.cache / corpus.key / ident
+        return self.cache / corpus.key / ident, ident, emb_id
+
+    def _cached_vectors(self, corpus: Corpus, config: Any, embedder: Any) -> dict[str, bytes]:
+        """The embedding cache of the corpus's cached index (text hash → float32 bytes), for a
+        fresh search to take the model's answers from instead of running it again: the same
+        model gives the same vectors, so quality is exact (latencies then leave it out)."""
+        root, _, _ = self._cached_root(corpus, config, embedder)
+        index = root / ".memdir" / "index.sqlite"
+        if config.chunking.pooling != "chunk" or not index.is_file():
+            return {}
+        with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as conn:
+            rows = conn.execute(
+                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ?",
+                (embedder.provider, embedder.model_id),
+            ).fetchall()
+        return {str(h): bytes(blob) for h, blob in rows}
+
+    def _prepare(self, corpus: Corpus, config: Any, embedder: Any) -> tuple[Path, dict[str, Any]]:
+        """The cached workspace of (corpus, index identity), built or synced now."""
+        from memdir import Memory
+
+        root, ident, emb_id = self._cached_root(corpus, config, embedder)
         reuse = not self.fresh or root in self.built_now
         written = fresh_workspace(root, corpus.files, reuse)
         seeded = None
@@ -482,3 +515,37 @@ class Runner:
         import _memsearch
 
         return _memsearch.run_memsearch(self, corpora, bench)
+
+
+class DocumentMemo:
+    """An embedder whose document vectors come from ``known`` (text hash → float32 bytes) when
+    it has them, the wrapped model otherwise; queries always go to the model."""
+
+    def __init__(self, inner: Any, known: dict[str, bytes]) -> None:
+        self._inner = inner
+        self._known = known
+        self.stats = {"known": len(known), "from_cache": 0, "embedded": 0}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def embed_query(self, text: str) -> Any:
+        return self._inner.embed_query(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        from memdir.markdown.chunking import text_hash
+
+        keys = [text_hash(t) for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self._known]
+        fresh = self._inner.embed_documents([texts[i] for i in missing]) if missing else []
+        out = np.zeros((len(texts), self._inner.dims), dtype=np.float32)
+        for j, i in enumerate(missing):
+            out[i] = fresh[j]
+        for i, key in enumerate(keys):
+            if key in self._known:
+                out[i] = np.frombuffer(self._known[key], dtype=np.float32)
+        self.stats["from_cache"] += len(texts) - len(missing)
+        self.stats["embedded"] += len(missing)
+        return out

@@ -6,6 +6,7 @@ import os
 import string
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,29 @@ def test_jieba_keeps_its_dictionary_cache_under_memdir_home(tmp_path: Path) -> N
     built = cache.stat().st_mtime_ns
     _fresh_python(code, tmp_path)  # the second start loads the cache instead of rebuilding it
     assert cache.stat().st_mtime_ns == built
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=string.ascii_lowercase, min_size=3, max_size=14))
+def test_stems_are_snowballs_english_whichever_implementation_runs(word: str) -> None:
+    """PyStemmer (compiled) and snowballstemmer's pure-Python English stemmer agree, so an
+    index built with either matches queries stemmed by the other."""
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    assert stem(word) == EnglishStemmer().stemWord(word)
+
+
+def test_threads_stem_with_their_own_stemmer() -> None:
+    words = [f"{w}ing" for w in ("walk", "talk", "migrat", "deploy", "index")] * 200
+    expected = [stem(w) for w in words]
+    results: list[list[str]] = []
+
+    def work() -> None:
+        results.append([stem.__wrapped__(w) for w in words])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [expected] * 4

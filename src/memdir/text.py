@@ -152,23 +152,24 @@ def _cut(run: str, search_mode: bool) -> tuple[str, ...]:
     return tuple(jieba.lcut(run, HMM=True))
 
 
-_stemmer_lock = threading.Lock()
-_stemmer: Any = None
+_stemmers = threading.local()
 
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Snowball English stem of a lower-case ASCII word of letters; other tokens unchanged."""
-    global _stemmer
+    """Snowball English stem of a lower-case ASCII word of letters; other tokens unchanged.
+
+    A stemmer object keeps state while it works, so each thread has its own (a server
+    tokenises in its watcher thread while a search stems a query).
+    """
     if not (word.isascii() and word.isalpha()) or len(word) < 3:
         return word
-    if _stemmer is None:
-        with _stemmer_lock:
-            if _stemmer is None:
-                import snowballstemmer
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        import snowballstemmer  # uses PyStemmer's compiled stemmers when installed
 
-                _stemmer = snowballstemmer.stemmer("english")
-    return str(_stemmer.stemWord(word))
+        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 def index_tokens(text: str, *, segment_cjk: bool = True) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 from rich.text import Text
 
 from memdir.cli.common import open_memory, print_json, stderr, stdout, styled, visible
@@ -21,7 +20,11 @@ from memdir.config import MAX_RESULTS
 )
 @click.option("--min-score", type=click.FloatRange(min=0.0, max=1.0), help="Score threshold.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"results": [...], ...} as JSON.')
-@click.option("--explain", is_flag=True, help="Show each score's parts (vector, text, decay, MMR).")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show each score's parts (vector, text, coverage, fused, decay, MMR).",
+)
 @click.pass_context
 def search_command(
     ctx: click.Context,
@@ -41,7 +44,7 @@ def search_command(
     for warning in response.warnings:
         stderr().print(styled(("note", "yellow"), f": {warning}"))
     if not response.results:
-        out.print("no results")
+        out.print("no results" + (" (nothing reached min_score)" if response.calibrated else ""))
         return
     for rank, hit in enumerate(response.results, start=1):
         out.print(styled((f"{rank}. {hit.citation}", "bold"), f"  score {hit.score:.3f}"))
@@ -52,6 +55,8 @@ def search_command(
             out.print(Text(visible(f"   {line}", tabs=True)))
         out.print()
     if explain:
+        from rich.table import Table  # only here: a plain search starts without it
+
         table = Table("mode", "legs", "terms")
         table.add_row(response.mode, ", ".join(response.legs), " ".join(response.terms))
         out.print(table)
