@@ -116,3 +116,26 @@ def test_progress_descriptions() -> None:
     assert state.describe() == "120 pending, 4.0 chunks/s, about 30 s left"
     assert format_duration(42) == "42 s" and format_duration(420) == "7 min"
     assert format_duration(9000) == "2.5 h"
+
+
+def test_watch_prints_embedding_progress_when_it_moves() -> None:
+    from memdir.cli.serve_cmds import _show_embedding
+
+    said: list[str] = []
+    idle = EmbedProgress(running=True, embedded=0, pending=0, rate=None, eta_seconds=None)
+    shown = _show_embedding(said.append, idle, None)
+    assert said == []  # nothing to say before the first batch
+    busy = EmbedProgress(running=True, embedded=8, pending=40, rate=4.0, eta_seconds=10.0)
+    shown = _show_embedding(said.append, busy, shown)
+    assert _show_embedding(said.append, busy, shown) == shown  # unchanged: said once
+    done = EmbedProgress(running=True, embedded=48, pending=0, rate=4.0, eta_seconds=None)
+    shown = _show_embedding(said.append, done, shown)
+    broken = EmbedProgress(
+        running=True, embedded=48, pending=3, rate=4.0, eta_seconds=None, error="quota"
+    )
+    _show_embedding(said.append, broken, shown)
+    assert said == [
+        "embedding: 8 done, 40 pending, 4.0 chunks/s, about 10 s left",
+        "embedding: 48 done, nothing pending",
+        "embedding paused: quota",
+    ]
