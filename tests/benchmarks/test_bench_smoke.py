@@ -150,3 +150,14 @@ def test_locomo_files_and_evidence() -> None:
     assert counter["skipped_malformed"] == 1
     assert counter["skipped_absent"] == 1
     assert locomo.parse_day("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08"
+
+
+def test_hooks_latency_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    """One run of each hook, the fake embedder, a tiny workspace: the report has every hook."""
+    module = load_script("hooks_latency")
+    assert module.main(["--runs", "1", "--embedder", "fake", "--notes", "2", "--turns", "2"]) == 0
+    rows = table_rows(capsys.readouterr().out, "| hook")
+    assert set(rows) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"}
+    assert "archived" in rows["SessionEnd"]["last run"]
+    for row in rows.values():
+        assert float(row["p50 s"]) > 0

@@ -133,6 +133,37 @@ class LLM(Protocol):
         ...
 
 
+def complete_within(
+    llm: LLM,
+    messages: Sequence[Message],
+    *,
+    timeout: float,
+    system: str | None = None,
+    max_tokens: int | None = None,
+) -> str:
+    """``llm.complete(...)`` that answers within ``timeout`` seconds in all.
+
+    The provider gets the same per-request timeout, and the call runs on a daemon thread, so
+    that a provider which retries past its own timeout cannot hold the caller up (its late
+    answer is dropped). For calls that must not block: an archive's slug, a Claude Code hook.
+
+    Raises:
+        MemdirError: the provider failed, or did not answer in time.
+    """
+    from memdir.deadline import run_with_timeout
+    from memdir.errors import MemdirError
+
+    def call() -> str:
+        try:
+            return llm.complete(messages, system=system, max_tokens=max_tokens, timeout=timeout)
+        except MemdirError:
+            raise
+        except Exception as exc:  # a provider bug: reported like a provider failure
+            raise MemdirError(f"{llm.name} failed: {type(exc).__name__}: {exc}") from exc
+
+    return run_with_timeout(call, timeout, f"the {llm.name} model")
+
+
 # --- token counting ------------------------------------------------------------------------
 
 #: Where tiktoken downloads an encoding from; the cache file is named by the SHA-1 of the URL.
