@@ -37,12 +37,15 @@ _WORKSPACE_FORBIDDEN = {
     ("llm", "api_key"),
     ("index", "url"),
     ("index", "workspace_id"),
+    ("rerank", "base_url"),
+    ("rerank", "api_key"),
 }
 #: Providers a workspace-local config may choose (none of them sends data away), by section,
 #: and what a remote one would send.
 _WORKSPACE_PROVIDERS = {
     "embedding": (frozenset({"local", "none", "fake"}), "your notes"),
     "llm": (frozenset({"none", "fake"}), "your conversations"),
+    "rerank": (frozenset({"learned", "none"}), "your notes"),
 }
 
 #: The enumerated settings and their allowed values: the one list. What acts on them is keyed
@@ -57,6 +60,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "index.vector_backend": ("numpy", "sqlite-vec"),
     "index.keyword_tokenizer": ("memdir", "plain"),
     "llm.provider": ("none", "fake", "openai", "anthropic"),
+    "rerank.provider": ("learned", "http", "llm", "none"),
+    "rerank.api": ("cohere", "tei"),
+    "search.split_queries": ("auto", "off"),
     "audit.git": ("auto", "off"),
     "privacy.secrets": ("redact", "refuse", "off"),
 }
@@ -176,6 +182,12 @@ class ChunkingConfig:
     #: the overlap (~2.5× less model time at 200/120, an edited line re-embeds only itself;
     #: LoCoMo dev seen@6 0.817 against 0.828: docs/benchmarks.md).
     pooling: str = "chunk"
+    #: Also embed every distinct line of a chunk (cached by its text, once whatever the
+    #: overlap), so that search can score the lines inside a passage by their own cosine.
+    #: Off by default: on LoCoMo dev the line cosines did not lift the reranker or the
+    #: snippets (docs/benchmarks-retrieval.md) and cost ~40 % more model time when indexing.
+    #: Implied by ``pooling = "lines"``.
+    line_vectors: bool = False
 
     def __post_init__(self) -> None:
         if self.tokens < 1 or not 0 <= self.overlap < self.tokens:
@@ -222,11 +234,25 @@ class SearchConfig:
     #: off = OpenClaw's "a missing leg scores 0", which sinks a chunk found by one leg only
     #: (LoCoMo dev seen@6 0.828 against 0.802 with it off; docs/design.md#search).
     score_both_legs: bool = True
+    #: Score the lines inside each passage the reranker sees (their cosine from
+    #: ``chunking.line_vectors``, their query-term coverage): features of the learned model.
+    line_scoring: bool = True
+    #: Centre a chunk's snippet on its best-scoring line instead of the window of lines whose
+    #: query terms are rarest (off: measured a point lower on LoCoMo dev, see
+    #: docs/benchmarks-retrieval.md).
+    centre_snippets: bool = False
+    #: ``auto``: a question that asks about two things ("X and Y", "both", 和/以及/分别) is
+    #: also searched as its parts, each part given reserved result slots; ``off``: never.
+    split_queries: str = "auto"
+    #: Results reserved for each sub-query when a search has several.
+    subquery_slots: int = 2
 
     def __post_init__(self) -> None:
         problems = []
         if not 1 <= self.max_results <= MAX_RESULTS:
             problems.append(f"1 ≤ max_results ≤ {MAX_RESULTS}")
+        if self.subquery_slots < 0:
+            problems.append("subquery_slots ≥ 0")
         if self.candidate_multiplier < 1 or self.max_candidates < 1:
             problems.append("candidate_multiplier and max_candidates ≥ 1")
         if self.vector_weight < 0 or self.text_weight < 0:
@@ -238,7 +264,48 @@ class SearchConfig:
         if problems:
             raise ConfigError("search: need " + ", ".join(problems))
         check_choice("search.keyword_query", self.keyword_query)
+        check_choice("search.split_queries", self.split_queries)
         check_choice("search.fusion", self.fusion)
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """The rerank stage between fusion and MMR (SPEC §5 step 5; docs/benchmarks-retrieval.md).
+
+    ``provider`` is a registry name: ``learned`` (default, offline: a small model over the
+    features search computes, its weights shipped in the package), ``http`` (any rerank
+    endpoint: ``POST {base_url}/rerank``, Cohere/Jina/vLLM/llama.cpp/Infinity shape, or TEI's),
+    ``llm`` (listwise, by the configured ``[llm]``) or ``none``. ``top_n``: how many of the
+    fused candidates are reranked. Empty ``model`` / ``base_url`` / ``api_key`` fall back to
+    ``MEMDIR_RERANK_MODEL`` / ``MEMDIR_RERANK_BASE_URL`` / ``MEMDIR_RERANK_API_KEY``; a
+    workspace config may set neither endpoint nor key. A remote reranker that fails or takes
+    longer than ``timeout`` seconds leaves the fused order (a warning says why).
+    """
+
+    provider: str = "learned"
+    top_n: int = 24
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    #: ``http`` only: ``cohere`` sends ``{model, query, documents, top_n}`` (Cohere, Jina,
+    #: vLLM, llama.cpp, Infinity); ``tei`` sends ``{query, texts}`` (Hugging Face TEI).
+    #: Either answer shape is read whichever is sent.
+    api: str = "cohere"
+    timeout: float = 10.0
+    max_retries: int = 1
+
+    def __post_init__(self) -> None:
+        check_choice("rerank.provider", self.provider)
+        check_choice("rerank.api", self.api)
+        problems = []
+        if self.top_n < 1:
+            problems.append("top_n ≥ 1")
+        if self.timeout <= 0:
+            problems.append("timeout > 0")
+        if self.max_retries < 1:
+            problems.append("max_retries ≥ 1")
+        if problems:
+            raise ConfigError("rerank: need " + ", ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -412,6 +479,7 @@ class Config:
     audit: AuditConfig = field(default_factory=AuditConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     #: Where each setting that is not a default came from: ``"section.key"`` → the config
     #: file's path, or ``arguments`` (see :meth:`origin`). Not part of equality.
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)

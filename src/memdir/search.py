@@ -1,5 +1,5 @@
-"""Hybrid search (docs/design.md#search): each stage a small named function, composed by
-:func:`run_search`.
+"""Hybrid search (docs/design.md#search, plus a rerank stage and sub-queries): each stage a
+small named function, composed by :func:`run_search`.
 
 1. vector leg: cosine similarity → candidates
 2. keyword leg: memdir's BM25 over the query's terms, OR-ed (:class:`KeywordQuery`) →
@@ -9,9 +9,14 @@
 4. :func:`merge_hybrid`: ``w_v·vector + w_t·text`` per chunk
 5. :func:`apply_temporal_decay`: daily logs decay with a half-life; other files are evergreen
 6. :func:`mmr_rerank`: diversity with Jaccard over word tokens (CJK unigrams + bigrams)
-7. :func:`apply_min_score`: keep ≥ min_score, else rescue the keyword hits
+7. :func:`apply_min_score`: keep ≥ min_score (the fused score), else rescue the keyword hits
 8. :func:`memdir.results.place_results`: results that never repeat a line, widened to the
    snippet budget
+9. with a reranker (``[rerank] provider``): the best ``rerank.top_n`` candidates are placed
+   as passages in stage 8 and reordered by the reranker (:mod:`memdir.rerank.stage`); the
+   first ``max_results`` are returned
+10. several queries (the caller's, or the parts :func:`memdir.subqueries.split_query` finds):
+    stages 1–9 for each, merged with reserved slots (:func:`memdir.subqueries.merge_rankings`)
 
 Without an embedder (or when the query embedding fails) :func:`keyword_only_scores` ranks the
 keyword candidates by term coverage, BM25, density and path match, and returns the best even
@@ -32,6 +37,8 @@ from memdir.embeddings.base import Embedder
 from memdir.errors import ProviderError
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
+from memdir.rerank.base import Reranker
+from memdir.rerank.stage import focus_lines, rerank_passages
 from memdir.results import (
     LinesOf,
     SearchResult,
@@ -40,6 +47,7 @@ from memdir.results import (
     place_results,
     term_weights,
 )
+from memdir.subqueries import merge_rankings, split_query
 from memdir.text import jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
@@ -58,10 +66,13 @@ class SearchResponse:
     terms: list[str]
     warnings: list[str] = field(default_factory=list)
     index: dict[str, Any] = field(default_factory=dict)
+    #: Every query searched: the query, then the caller's further queries or its own parts.
+    queries: list[str] = field(default_factory=list)
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         return {
             "query": self.query,
+            "queries": self.queries or [self.query],
             "mode": self.mode,
             "legs": self.legs,
             "terms": self.terms,
@@ -83,6 +94,10 @@ class Candidate:
     age_days: float | None = None
     keyword_hit: bool = False
     mmr_rank: int | None = None
+    #: The best line of the chunk (1-based file line): the snippet is centred on it.
+    focus_line: int | None = None
+    #: The query (or sub-query) that found it.
+    query: str = ""
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -200,28 +215,40 @@ def mmr_rerank(candidates: Sequence[Candidate], *, lam: float, k: int) -> list[C
     Relevance is the score min–max normalised over the candidates; similarity is Jaccard over
     :func:`memdir.text.similarity_tokens`.
     """
-    if not candidates:
+    order = mmr_order(
+        [c.score for c in candidates],
+        [_similarity_tokens(c.chunk.text) for c in candidates],
+        lam=lam,
+        k=k,
+    )
+    out = [candidates[i] for i in order]
+    for rank, cand in enumerate(out, start=1):
+        cand.mmr_rank = rank
+    return out
+
+
+def mmr_order(
+    scores: Sequence[float], tokens: Sequence[frozenset[str]], *, lam: float, k: int
+) -> list[int]:
+    """The MMR order of items with these relevance ``scores`` (min–max normalised) and token
+    sets (Jaccard similarity): indices of the ``k`` picked, first pick first."""
+    if not scores:
         return []
-    scores = [c.score for c in candidates]
     lo, hi = min(scores), max(scores)
     span = hi - lo
-    relevance = [((s - lo) / span) if span > 0 else 1.0 for s in scores]
-    tokens = [_similarity_tokens(c.chunk.text) for c in candidates]
-    # Each candidate's highest similarity to anything chosen so far, updated as we choose:
+    norm = [((s - lo) / span) if span > 0 else 1.0 for s in scores]
+    # Each item's highest similarity to anything chosen so far, updated as we choose:
     # O(n²) Jaccard computations instead of O(n³).
-    redundancy = [0.0] * len(candidates)
-    remaining = list(range(len(candidates)))
+    redundancy = [0.0] * len(scores)
+    remaining = list(range(len(scores)))
     chosen: list[int] = []
     while remaining and len(chosen) < k:
-        best = max(remaining, key=lambda i: lam * relevance[i] - (1 - lam) * redundancy[i])
+        best = max(remaining, key=lambda i: lam * norm[i] - (1 - lam) * redundancy[i])
         chosen.append(best)
         remaining.remove(best)
         for i in remaining:
             redundancy[i] = max(redundancy[i], jaccard(tokens[i], tokens[best]))
-    out = [candidates[i] for i in chosen]
-    for rank, cand in enumerate(out, start=1):
-        cand.mmr_rank = rank
-    return out
+    return chosen
 
 
 def apply_min_score(
@@ -264,6 +291,21 @@ def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -
 # -- composition --------------------------------------------------------------------------
 
 
+@dataclass
+class _Ranking:
+    """One query's candidates after every stage up to ``min_score``."""
+
+    kept: list[Candidate]
+    pool: list[Candidate]
+    mode: str
+    legs: list[str]
+    terms: list[str]
+    rescued: bool
+    matched: bool  # the keyword leg had terms to search
+    vector: Any = None  # the query's embedding (None: keyword-only)
+    rerank: bool = False  # the reranker applies (then MMR runs over the reranked passages)
+
+
 def run_search(
     manager: IndexManager,
     embedder: Embedder | None,
@@ -275,27 +317,130 @@ def run_search(
     min_score: float | None = None,
     exclude_paths: frozenset[str] = frozenset(),
     lines_of: LinesOf | None = None,
+    reranker: Reranker | None = None,
+    rerank_top_n: int = 24,
+    more_queries: Sequence[str] = (),
 ) -> SearchResponse:
     """Run the whole pipeline on an up-to-date index (the caller refreshes it first).
 
     ``lines_of(path)`` returns a file's current lines (or None); with it, results are widened
     with neighbouring lines up to ``snippet_chars`` (see :func:`place_results`).
+    ``reranker`` reorders the best ``rerank_top_n`` fused candidates (:mod:`memdir.rerank`).
+    ``more_queries`` are searched too, each with reserved result slots; without them a
+    question about two things is split by :func:`memdir.subqueries.split_query`
+    (``search.split_queries``).
     """
     k = max(1, max_results or config.max_results)
     threshold = config.min_score if min_score is None else min_score
+    extra = [q for q in more_queries if q.strip() and q != query]
+    auto = not extra and config.split_queries == "auto"
+    parts = [query, *extra] if extra else [query, *(split_query(query) if auto else [])]
+    warnings: list[str] = []
+    vectors = _embed_queries(embedder, parts, warnings)
+    rankings = [
+        _rank_one(
+            manager,
+            part,
+            vectors.get(part),
+            config=config,
+            now=now,
+            k=k,
+            threshold=threshold,
+            exclude_paths=exclude_paths,
+            reranker=reranker,
+            rerank_top_n=rerank_top_n,
+            warnings=warnings,
+        )
+        for part in parts
+    ]
+    main = rankings[0]
+    if main.rescued and main.kept:
+        warnings.append("no result passed min_score; showing keyword matches")
+    lists = []
+    for part, ranking in zip(parts, rankings, strict=True):
+        weights = term_weights(ranking.terms, [c.chunk.text for c in ranking.pool])
+        budget = config.snippet_chars
+        if not ranking.rerank or reranker is None:
+            lists.append(place_results(ranking.kept, k, weights, budget, lines_of))
+            continue
+        passages = place_results(ranking.kept, rerank_top_n, weights, budget, lines_of)
+        line_vectors = manager.line_vectors if config.line_scoring else None
+        lists.append(
+            rerank_passages(
+                reranker, part, passages, ranking.vector, weights, line_vectors, warnings
+            )
+        )
+    if len(lists) == 1:
+        results = lists[0][:k]
+    else:
+        slots = config.subquery_slots if auto else max(1, k // len(lists))
+        merged = merge_rankings(lists, slots=slots, ident=_passage_id)
+        results = _without_repeated_lines(merged)[:k]
+    terms = list(dict.fromkeys(t for r in rankings for t in r.terms))
+    if not main.matched and not query.strip():
+        warnings.append("empty query")
+    elif not main.matched:
+        warnings.append("the query has only stopwords; nothing to match")
+    response = SearchResponse(query, results, main.mode, main.legs, terms, warnings)
+    response.queries = parts
+    return response
+
+
+def _passage_id(result: SearchResult) -> tuple[str, int, int]:
+    return (result.path, result.start_line, result.end_line)
+
+
+def _without_repeated_lines(results: Sequence[SearchResult]) -> list[SearchResult]:
+    """Drop a result that shows lines an earlier one shows (rankings of several queries are
+    placed separately, so their passages may overlap)."""
+    shown: dict[str, set[int]] = {}
+    out = []
+    for result in results:
+        lines = set(range(result.start_line, result.end_line + 1))
+        if lines & shown.get(result.path, set()):
+            continue
+        shown.setdefault(result.path, set()).update(lines)
+        out.append(result)
+    return out
+
+
+def _embed_queries(
+    embedder: Embedder | None, parts: Sequence[str], warnings: list[str]
+) -> dict[str, Any]:
+    """Each query's vector (a query whose embedding failed is left out, with a warning)."""
+    out: dict[str, Any] = {}
+    if embedder is None:
+        return out
+    for part in parts:
+        if not part.strip():
+            continue
+        try:
+            out[part] = embedder.embed_query(part)
+        except ProviderError as exc:
+            warnings.append(f"query embedding failed, keyword search only: {exc}")
+    return out
+
+
+def _rank_one(
+    manager: IndexManager,
+    query: str,
+    query_vector: Any,
+    *,
+    config: SearchConfig,
+    now: datetime,
+    k: int,
+    threshold: float,
+    exclude_paths: frozenset[str],
+    reranker: Reranker | None,
+    rerank_top_n: int,
+    warnings: list[str],
+) -> _Ranking:
+    """Every stage for one query, up to and including ``min_score``."""
     n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
     terms = KEYWORD_QUERIES[config.keyword_query](query)
     keywords = KeywordQuery.build(terms, config.keyword_query)
-    warnings: list[str] = []
     legs: list[str] = []
     candidates: dict[int, Candidate] = {}
-
-    query_vector = None
-    if embedder is not None and query.strip():
-        try:
-            query_vector = embedder.embed_query(query)
-        except ProviderError as exc:
-            warnings.append(f"query embedding failed, keyword search only: {exc}")
     # Over-fetch when some paths are hidden from this caller (shared scope).
     fetch = n_candidates + (50 if exclude_paths else 0)
     if query_vector is not None:
@@ -315,10 +460,11 @@ def run_search(
         if row is None or row.path in exclude_paths:
             continue
         cand.chunk = row
+        cand.query = query
         pool.append(cand)
 
     mode = "hybrid" if query_vector is not None else ("keyword" if keywords else "empty")
-    if mode == "hybrid" and config.score_both_legs and query_vector is not None:
+    if mode == "hybrid" and config.score_both_legs:
         complete_legs(manager, pool, query_vector, keywords)
     if mode == "keyword":
         keyword_only_scores(pool, terms)
@@ -339,20 +485,21 @@ def run_search(
         )
     pool.sort(key=lambda c: (-c.score, c.chunk.path, c.chunk.start_line))
     pool = pool[:n_candidates]
+    if config.centre_snippets:
+        weights = term_weights(terms, [c.chunk.text for c in pool])
+        line_vectors = manager.line_vectors if config.line_scoring else None
+        focus_lines(pool, query_vector, weights, line_vectors)
+    # The learned model was fitted on hybrid searches; remote rerankers read only text.
+    rerank = reranker is not None and (mode == "hybrid" or reranker.remote)
     ranked = mmr_rerank(pool, lam=config.mmr_lambda, k=len(pool)) if config.mmr else pool
+    rescued = False
     if mode == "hybrid":
         kept, rescued = apply_min_score(ranked, min_score=threshold)
-        if rescued and kept:
-            warnings.append("no result passed min_score; showing keyword matches")
     else:
         kept = ranked  # keyword-only mode returns its best even below min_score
-    weights = term_weights(terms, [c.chunk.text for c in pool])
-    results = place_results(kept, k, weights, config.snippet_chars, lines_of)
-    if keywords is None and not query.strip():
-        warnings.append("empty query")
-    elif keywords is None:
-        warnings.append("the query has only stopwords; nothing to match")
-    return SearchResponse(query, results, mode, legs, terms, warnings)
+    return _Ranking(
+        kept, pool, mode, legs, terms, rescued, keywords is not None, query_vector, rerank
+    )
 
 
 def _placeholder(seq: int) -> ChunkRow:

@@ -129,6 +129,24 @@ def test_fresh_search_mode_searches_new_copies_without_indexing(
     assert not cache.exists()  # nothing cached, nothing reused
 
 
+def test_cmrc_paraphrase_questions_and_build_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = BENCH / "data" / "cmrc_paraphrase.jsonl"
+    cmrc = load_script("cmrc")
+    data = json.loads(CMRC.read_text(encoding="utf-8"))
+    files, _ = cmrc.build_corpus(data, None)
+    asked = cmrc.load_questions(questions, files)
+    assert len(asked) == 44 and len({gold for _, gold, _ in asked}) == 44
+    for question, gold, answers in asked:
+        assert answers and answers[0] in files[gold], question  # each answer is in its paragraph
+    base = ["--data", str(CMRC), "--embedder", "fake", "--cache", str(tmp_path / "cache")]
+    assert cmrc.main([*base, "--limit", "5", "--configs", "keyword", "--build-only"]) == 0
+    assert "| config |" not in capsys.readouterr().out  # nothing searched
+    with pytest.raises(SystemExit, match="not indexed"):
+        cmrc.main([*base, "--limit", "5", "--questions", str(questions)])
+
+
 @pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
 def test_locomo_files_and_evidence() -> None:
     """Every turn tag sits on the line recorded for it; odd evidence ids are normalised."""

