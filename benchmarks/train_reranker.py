@@ -135,7 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=common.DEFAULT_CACHE)
     parser.add_argument("--l2", type=float, default=1.0, help="L2 penalty of the fit")
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--features", default="", help="comma-separated subset of FEATURES")
+    parser.add_argument(
+        "--features",
+        default="",
+        help="comma-separated subset of FEATURES; several sets separated by ';' are all "
+        "compared held out, and the first is fitted as the final model",
+    )
     parser.add_argument("--top-n", type=int, default=24, help="candidates reranked")
     parser.add_argument("--multiplier", type=int, default=4, help="search.candidate_multiplier")
     parser.add_argument("--write", type=Path, default=None, help="save the final model here")
@@ -143,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         "--conversations", default="0,1,2,3,4", help="dev conversations to use (quick runs)"
     )
     parser.add_argument("--rows", type=Path, default=None, help="cache of the recorded rows")
+    parser.add_argument(
+        "--skip-held-out", action="store_true", help="fit and write only (no held-out runs)"
+    )
     args = parser.parse_args(argv)
 
     from memdir import Memory
@@ -150,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     from memdir.rerank.features import FEATURES
     from memdir.rerank.learned import LearnedReranker
 
-    features = [f for f in args.features.split(",") if f] or list(FEATURES)
+    feature_sets = [
+        [f for f in part.split(",") if f] for part in args.features.split(";") if part.strip()
+    ] or [list(FEATURES)]
+    features = feature_sets[0]  # the final model's
     np.random.default_rng(args.seed)  # the fit is deterministic; the seed is recorded
     convs = load_dev(args.data, [int(c) for c in args.conversations.split(",")])
     runner = common.Runner(args.cache, fresh=False, embedder_kind="local", reuse_queries=True)
@@ -213,25 +224,20 @@ def main(argv: list[str] | None = None) -> int:
             return out
 
         # 2. leave one conversation out
-        none_cfg = load_config(
-            None, overrides={**overrides, "search": {**overrides["search"], "line_scoring": False}}
-        )
-        results: dict[str, list[float]] = {
-            "fused, no line scoring": [],
-            "fused + line focus": [],
-            "learned (held out)": [],
-        }
-        for ci in range(len(convs)):
-            train_rows = [r for cj, conv_rows in enumerate(rows) if cj != ci for r in conv_rows]
-            model = to_model(train_rows, features, args.l2)
-            results["fused, no line scoring"] += seen6(ci, None, none_cfg)
-            results["fused + line focus"] += seen6(ci, None, config)
-            results["learned (held out)"] += seen6(ci, LearnedReranker(model), config)
+        none_cfg = load_config(None, overrides={**overrides, "rerank": {"provider": "none"}})
+        results: dict[str, list[float]] = {"fused order (no reranker)": []}
+        for ci in range(0 if args.skip_held_out else len(convs)):
+            results["fused order (no reranker)"] += seen6(ci, None, none_cfg)
+            for feature_set in feature_sets:
+                train_rows = [r for cj, conv_rows in enumerate(rows) if cj != ci for r in conv_rows]
+                model = to_model(train_rows, feature_set, args.l2)
+                name = f"learned, held out: {','.join(feature_set)}"
+                results.setdefault(name, []).extend(seen6(ci, LearnedReranker(model), config))
             common.log(
                 f"held out {convs[ci]['id']}: "
-                + ", ".join(f"{k} {np.mean(v):.3f}" for k, v in results.items())
+                + "; ".join(f"{k} {np.mean(v):.3f}" for k, v in results.items())
             )
-        summary = {k: round(float(np.mean(v)), 4) for k, v in results.items()}
+        summary = {k: round(float(np.mean(v)), 4) for k, v in results.items() if v}
         print(json.dumps(summary, indent=1))
 
         # 3. final fit

@@ -129,6 +129,7 @@ def test_fresh_search_mode_searches_new_copies_without_indexing(
     assert not cache.exists()  # nothing cached, nothing reused
 
 
+@pytest.mark.skipif(not CMRC.is_file(), reason=f"CMRC data not found at {CMRC}")
 def test_cmrc_paraphrase_questions_and_build_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
