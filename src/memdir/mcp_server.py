@@ -1,5 +1,6 @@
-"""The MCP server (``memdir serve``): ``memory_search``, ``memory_get`` and ``memory_write`` over
-stdio, with the resources ``memory://MEMORY.md`` and ``memory://today`` (docs/design.md#interfaces).
+"""The MCP server (``memdir serve``): ``memory_search``, ``memory_get``, ``memory_write`` and (in a
+private session) ``memory_forget`` over stdio, with the resources ``memory://MEMORY.md`` and
+``memory://today`` (docs/design.md#interfaces).
 
 A thin adapter: the tools are the contract of :mod:`memdir.tools` (names, descriptions, schemas,
 limits, and how a call runs), which :class:`MemoryTools` serves over one :class:`Memory`;

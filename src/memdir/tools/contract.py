@@ -163,7 +163,8 @@ _TYPE_WORDS = {
 def memory_tools(
     search: SearchConfig, *, private: bool, forget: bool = False
 ) -> tuple[ToolSpec, ...]:
-    """The three memory tools for an agent with these ``[search]`` settings.
+    """The memory tools for an agent with these ``[search]`` settings: search, get and write,
+    and ``memory_forget`` when asked for.
 
     Args:
         search: the effective search settings (their defaults are stated in the descriptions).
