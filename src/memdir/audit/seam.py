@@ -172,17 +172,21 @@ def read_text(workspace: Workspace, rel: str) -> str | None:
 
 def git_trail(workspace: Workspace) -> GitTrail | None:
     """The git trail of the workspace, or None (no repository, or ``[audit] git = "off"``)."""
-    if getattr(workspace, "audit_git", "auto") == "off" or not _in_git_tree(workspace.root):
+    if git_worktree(workspace) is None:
         return None
     from memdir.audit.git import GitTrail  # dulwich loads only in a git workspace
 
     return GitTrail.discover(workspace.root, workspace.state_dir)
 
 
-def _in_git_tree(folder: Path) -> bool:
-    """Whether ``folder`` or a parent has a ``.git`` (folder or file): a cheap test before
-    dulwich is loaded to look properly."""
-    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
+def git_worktree(workspace: Workspace) -> Path | None:
+    """The nearest of the workspace folder and its parents that holds a ``.git`` (folder or
+    file), where :func:`git_trail` opens the repository; None without one or with ``[audit]
+    git = "off"``. A look at names only: dulwich is not loaded (``memdir status`` uses it)."""
+    if workspace.audit_git == "off":
+        return None
+    root = workspace.root
+    return next((p for p in (root, *root.parents) if (p / ".git").exists()), None)
 
 
 def log_trail(workspace: Workspace) -> JsonlTrail:

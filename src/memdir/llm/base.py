@@ -29,6 +29,13 @@ from memdir.text import estimate_tokens
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: frozenset[str] = frozenset(get_args(Role))
 
+#: The environment's chat endpoint (OpenAI-compatible), its model and key: read by the
+#: ``openai`` provider, by ``anthropic`` for the model, and by
+#: :func:`memdir.llm.registry.chat_llm_choice` (which must not load an HTTP client to read them).
+BASE_URL_ENV = "MEMDIR_LLM_BASE_URL"
+MODEL_ENV = "MEMDIR_LLM_MODEL"
+API_KEY_ENV = "MEMDIR_LLM_API_KEY"
+
 #: Tokens each message costs beyond its text (role and separators in the chat format).
 MESSAGE_OVERHEAD = 4
 #: Tokens every request costs once (the priming of the reply).
