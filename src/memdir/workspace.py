@@ -197,8 +197,10 @@ class Workspace:
         return tuple(kept)
 
     def _check_state_dir(self) -> None:
-        """Refuse a ``.memdir`` that is a symlink or holds one: memdir writes its index, locks
-        and sessions there, and a cloned repository could point them at any file."""
+        """Refuse a ``.memdir`` that is not a folder, or that holds (in it or its sub-folders,
+        :data:`_STATE_DEPTH` deep) a symlink, a FIFO, a socket or a device: memdir writes its
+        index, locks, sessions, audit records and hook state there, and a cloned repository
+        could aim those writes at any file, or make a read of them block forever."""
         state = self.state_dir
         try:
             st = os.lstat(state)
@@ -209,17 +211,34 @@ class Workspace:
                 f"{state} is {describe_mode(st.st_mode)}, not a folder: memdir keeps its state "
                 "there; move it away"
             )
-        for folder in (state, *(state / sub for sub in _STATE_SUBDIRS)):
+        folders = [(state, 0)]
+        while folders:
+            folder, depth = folders.pop()
             try:
                 entries = list(os.scandir(folder))
             except OSError:
                 continue
             for entry in entries[:_STATE_SCAN_LIMIT]:
-                if entry.is_symlink() and entry.name not in _STATE_LINKS_ALLOWED:
-                    raise WorkspaceError(
-                        f"{entry.path} is a symlink: memdir's state folder must hold none (a "
-                        "cloned repository could aim memdir's writes at any file); remove it"
-                    )
+                try:
+                    if entry.is_symlink():
+                        if folder == state and entry.name in _STATE_LINKS_ALLOWED:
+                            continue
+                        raise WorkspaceError(
+                            f"{entry.path} is a symlink: memdir's state folder must hold none "
+                            "(a cloned repository could aim memdir's writes at any file); "
+                            "remove it"
+                        )
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth < _STATE_DEPTH:
+                            folders.append((Path(entry.path), depth + 1))
+                    elif not entry.is_file(follow_symlinks=False):
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                        raise WorkspaceError(
+                            f"{entry.path} is {describe_mode(mode)}: memdir's state folder holds "
+                            "only files and folders (reading this one would block); remove it"
+                        )
+                except OSError:  # gone meanwhile
+                    continue
 
     @property
     def state_dir(self) -> Path:
@@ -528,8 +547,9 @@ def _sample_files() -> dict[str, str]:
 #: Folders below ``memory/``, ``skills/`` or an extra path deeper than this are not entered
 #: (a tree of ~950 nested folders used to exhaust Python's recursion).
 MAX_FOLDER_DEPTH = 64
-#: Sub-folders of ``.memdir`` checked for symlinks, and how many entries of each.
-_STATE_SUBDIRS = ("locks", "tmp", "sessions", "indexes")
+#: How deep below ``.memdir`` its entries are checked (``audit/pending/`` is two folders down),
+#: and how many entries of each folder.
+_STATE_DEPTH = 2
 _STATE_SCAN_LIMIT = 10_000
 #: The one file in ``.memdir`` that may be a link: it is only read, and dotfile managers link it.
 _STATE_LINKS_ALLOWED = frozenset({"config.toml"})
