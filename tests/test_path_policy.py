@@ -10,7 +10,8 @@ import pytest
 
 from memdir import Memory
 from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.workspace import MAX_FOLDER_DEPTH, Workspace, init_workspace
+from memdir.filewalk import MAX_FOLDER_DEPTH
+from memdir.workspace import Workspace, init_workspace
 from tests.helpers import write
 
 
