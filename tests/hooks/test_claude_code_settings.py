@@ -13,7 +13,6 @@ from memdir.errors import MemdirError
 from memdir.hooks.claude_code import (
     EVENTS,
     install_hooks,
-    installed_commands,
     is_memdir_hook,
     settings_path,
     uninstall_hooks,
@@ -35,6 +34,17 @@ THEIRS = {
 def write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=4) + "\n", encoding="utf-8")
+
+
+def installed_commands(path: Path) -> dict[str, list[str]]:
+    """memdir's hook commands in the settings at ``path``, by event."""
+    found: dict[str, list[str]] = {}
+    for name, groups in json.loads(path.read_text())["hooks"].items():
+        for group in groups:
+            for entry in group["hooks"]:
+                if is_memdir_hook(entry["command"]):
+                    found.setdefault(name, []).append(entry["command"])
+    return found
 
 
 def test_install_writes_one_entry_per_event_naming_the_workspace(tmp_path: Path) -> None:

@@ -70,10 +70,6 @@ class Operation:
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def id(self) -> str:
-        return self.intent.id
-
-    @property
     def component(self) -> str:
         return self.intent.component
 
@@ -85,13 +81,6 @@ class Operation:
         """Record a file memdir changed from ``before`` to ``text`` before the operation began
         (``memdir init --git`` commits the templates it wrote this way)."""
         self.intent.files[rel] = (before, text)
-
-    def changed(self) -> bool:
-        return any(before != after for before, after in self.intent.files.values())
-
-    def added_lines(self) -> int:
-        """How many lines this operation added so far."""
-        return sum(len(changed_lines(b or "", a)[1]) for b, a in self.intent.files.values())
 
 
 @contextlib.contextmanager

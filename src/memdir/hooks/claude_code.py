@@ -187,21 +187,6 @@ def uninstall_hooks(path: Path) -> SettingsChange:
     return change
 
 
-def installed_commands(path: Path) -> dict[str, list[str]]:
-    """memdir's hook commands in the settings at ``path``, by event (empty when none)."""
-    if not path.exists():
-        return {}
-    hooks = _hooks_table(_load(path), path)
-    found: dict[str, list[str]] = {}
-    for name in hooks:
-        for group in _groups(hooks, name, path):
-            for entry in group.get("hooks", []):
-                command = entry.get("command") if isinstance(entry, dict) else None
-                if isinstance(command, str) and is_memdir_hook(command):
-                    found.setdefault(name, []).append(command)
-    return found
-
-
 def _remove_memdir_entries(
     groups: list[Any], *, keep_first_as: dict[str, Any] | None = None
 ) -> list[str]:
