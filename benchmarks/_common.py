@@ -166,6 +166,11 @@ def add_common_args(parser: argparse.ArgumentParser, config_names: Sequence[str]
         "configurations' latencies then leave out the query embedding)",
     )
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="raw numbers")
+    parser.add_argument(
+        "--build-only",
+        action="store_true",
+        help="build (or update) the cached indexes of memdir's configurations, search nothing",
+    )
 
 
 def write_json(path: Path | None, data: dict[str, Any]) -> None:
@@ -304,6 +309,27 @@ def builds_note(builds: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def build_only(runner: Runner, corpora: Sequence[Corpus], configs: Sequence[Any]) -> int:
+    """``--build-only``: prepare every memdir configuration's indexes and print what was built."""
+    import configs as bench_configs
+    from memdir.config import load_config
+
+    for bench in configs:
+        if bench.engine != "memdir":
+            continue
+        config = load_config(None, overrides=bench.overrides)
+        embedder = bench_configs.make_embedder(bench, runner.embedder_kind)
+        with (
+            tempfile.TemporaryDirectory(prefix="memdir-bench-home-") as home,
+            env("MEMDIR_HOME", home),
+        ):
+            for corpus in corpora:
+                _, build = runner._prepare(corpus, config, embedder)
+                how = "cached" if build["cached"] else f"built in {build['sync_s']:.1f} s"
+                log(f"[{bench.name}] {corpus.key} {build['index']}: {how}")
+    return 0
+
+
 def runs_summary(runs: dict[str, ConfigRun], seconds: dict[str, float]) -> dict[str, Any]:
     """Per configuration, for the JSON report: seconds, error, rescues and index builds."""
     return {
@@ -432,6 +458,7 @@ class Runner:
             f"{emb_id}__{config.index.keyword_tokenizer}"
             f"__c{config.chunking.tokens}o{config.chunking.overlap}"
             f"{'' if config.chunking.pooling == 'chunk' else 'p' + config.chunking.pooling}"
+            f"{'' if config.chunking.line_vectors else '-nolines'}"
         )
         return self.cache / corpus.key / ident, ident, emb_id
 

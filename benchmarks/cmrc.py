@@ -4,6 +4,12 @@
     python benchmarks/cmrc.py --data ... --limit 100 --configs default,keyword       # quick run
     python benchmarks/cmrc.py --data ... --question-stride 4      # all notes, every 4th question
     python benchmarks/cmrc.py --data ... --embedder fake --limit 20                 # smoke run
+    python benchmarks/cmrc.py --data ... --questions benchmarks/data/cmrc_paraphrase.jsonl
+
+``--questions FILE`` replaces CMRC's own questions with others about the same paragraphs, one
+JSON object a line, ``{"id": "<paragraph id>", "question": "…", "answer": "…"}``: the
+paraphrase set ``benchmarks/data/cmrc_paraphrase.jsonl`` (44 questions written for memdir that
+share few words with their paragraph; see ``benchmarks/README.md``).
 
 Each of the 848 paragraphs becomes a topic note ``memory/<title>/<paragraph id>.md`` (the
 article title, made safe for a folder name, or the id prefix when the title is empty) holding
@@ -63,6 +69,30 @@ def build_corpus(
     return files, questions
 
 
+def load_questions(path: Path, files: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+    """Questions of a ``--questions`` file as (question, gold path, answer strings).
+
+    Raises:
+        SystemExit: a line is not a JSON object with ``id`` and ``question``, or names a
+            paragraph that is not indexed.
+    """
+    by_id = {p.rsplit("/", 1)[1].removesuffix(".md"): p for p in files}
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            pid, question = str(item["id"]), str(item["question"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"{path}:{number}: not a question object ({exc})") from None
+        if pid not in by_id:
+            raise SystemExit(f"{path}:{number}: paragraph {pid} is not indexed (--limit?)")
+        answer = str(item.get("answer") or "").strip()
+        out.append((question, by_id[pid], [answer] if answer else []))
+    return out
+
+
 def metrics(
     questions: list[tuple[str, str, list[str]]],
     hits: list[list[common.Hit]],
@@ -114,6 +144,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="K",
         help="search every K-th question only (all paragraphs stay indexed)",
     )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="JSONL {id, question, answer} to ask instead of CMRC's own (the paraphrase set)",
+    )
     common.add_common_args(parser, list(bench_configs.CONFIGS))
     return parser.parse_args(argv)
 
@@ -126,16 +163,21 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(args.data.read_text(encoding="utf-8"))
     configs = bench_configs.select(args.configs)
     files, questions = build_corpus(data, args.limit)
+    if args.questions is not None:
+        questions = load_questions(args.questions, files)
     total = len(questions)
     questions = questions[:: args.question_stride]
     scope = f"{len(files)} paragraphs" + (f" (--limit {args.limit})" if args.limit else " (all)")
-    split_text = f"dev set, {scope}, {len(questions)} questions"
+    asked = f" from {args.questions.name}" if args.questions else ""
+    split_text = f"dev set, {scope}, {len(questions)} questions{asked}"
     if args.question_stride > 1:
         split_text += f" (one in {args.question_stride} of {total})"
     common.log(f"CMRC 2018: {split_text}")
     key = "cmrc/all" if args.limit is None else f"cmrc/limit-{args.limit}"
     corpus = common.Corpus(key, files, [q for q, _, _ in questions], seed_glob="cmrc/*")
 
+    if args.build_only:
+        return common.build_only(common.Runner.from_args(args), [corpus], configs)
     info = common.machine_info()
     uses_model = any(c.engine == "memdir" and c.embedder != "none" for c in configs)
     info["embedder"] = bench_configs.describe_embedder(args.embedder) if uses_model else "n/a"

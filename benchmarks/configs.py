@@ -32,8 +32,11 @@ class BenchConfig:
 #: that the configuration does not inherit memdir's tuned defaults.
 _OPENCLAW = {
     "index": {"keyword_tokenizer": "plain"},
-    "chunking": {"tokens": 400, "overlap": 80, "pooling": "chunk"},
+    "chunking": {"tokens": 400, "overlap": 80, "pooling": "chunk", "line_vectors": False},
+    "rerank": {"provider": "none"},
     "search": {
+        "line_scoring": False,
+        "split_queries": "off",
         "snippet_chars": 700,
         "keyword_query": "and",
         "mmr": False,
@@ -133,6 +136,35 @@ CONFIGS: dict[str, BenchConfig] = {
             "snippet-1600",
             {"search": {"snippet_chars": 1600}},
             about="defaults with whole-chunk snippets (1,600 chars)",
+        ),
+        # Round 3 (docs/benchmarks-retrieval.md): the parts of the rerank stage one at a time.
+        BenchConfig(
+            "round2",
+            {
+                "rerank": {"provider": "none"},
+                "search": {"line_scoring": False, "split_queries": "off"},
+            },
+            about="round 2's pipeline: no rerank stage, no line scoring, no sub-queries",
+        ),
+        BenchConfig(
+            "lines-only",
+            {"rerank": {"provider": "none"}, "search": {"split_queries": "off"}},
+            about="line scoring (snippets centred on the best line), no reranker, no sub-queries",
+        ),
+        BenchConfig(
+            "no-split",
+            {"search": {"split_queries": "off"}},
+            about="defaults without sub-queries",
+        ),
+        BenchConfig(
+            "rerank-36",
+            {"search": {"candidate_multiplier": 6}, "rerank": {"top_n": 36}},
+            about="defaults reranking 36 candidates",
+        ),
+        BenchConfig(
+            "http-rerank",
+            {"rerank": {"provider": "http"}},
+            about="defaults with the http reranker (MEMDIR_RERANK_BASE_URL must be set)",
         ),
         BenchConfig(
             "memsearch",

@@ -284,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
         return f"seen@6 {common.fmt(common.mean([m['seen@6'] for _, m in rows]))} ({layouts[0]})"
 
+    if args.build_only:
+        return common.build_only(common.Runner.from_args(args), corpora, configs)
     runs, seconds = common.run_configs(common.Runner.from_args(args), corpora, configs, early)
 
     results: dict[str, dict[str, Any]] = {layout: {} for layout in layouts}

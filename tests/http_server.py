@@ -1,4 +1,4 @@
-"""A real, scriptable HTTP server on 127.0.0.1 for provider tests (embeddings, LLMs).
+"""A real, scriptable HTTP server on 127.0.0.1 for provider tests (embeddings, LLMs, rerankers).
 
 :class:`ScriptedServer` records every request and answers from a queue that tests fill with
 ``enqueue()`` (status, body, headers, delay). With nothing queued it calls
@@ -32,6 +32,9 @@ PROVIDER_ENV = (
     "MEMDIR_LLM_BASE_URL",
     "MEMDIR_LLM_MODEL",
     "MEMDIR_LLM_API_KEY",
+    "MEMDIR_RERANK_BASE_URL",
+    "MEMDIR_RERANK_MODEL",
+    "MEMDIR_RERANK_API_KEY",
     "OLLAMA_HOST",
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",

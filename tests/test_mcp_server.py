@@ -83,7 +83,12 @@ def test_tools_are_listed_with_schemas_and_annotations(ws: Path, isolated_env: P
             assert set(tools) == {"memory_search", "memory_get", "memory_write", "memory_forget"}
             search, get, write_ = tools["memory_search"], tools["memory_get"], tools["memory_write"]
             assert search.input_schema["required"] == ["query"]
-            assert set(search.input_schema["properties"]) == {"query", "max_results", "min_score"}
+            assert set(search.input_schema["properties"]) == {
+                "query",
+                "queries",
+                "max_results",
+                "min_score",
+            }
             assert set(get.input_schema["properties"]) == {"path", "from", "lines"}
             assert write_.input_schema["properties"]["section"]["enum"] == [
                 "preferences",

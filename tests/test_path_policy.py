@@ -10,7 +10,8 @@ import pytest
 
 from memdir import Memory
 from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.workspace import MAX_FOLDER_DEPTH, Workspace, init_workspace
+from memdir.filewalk import MAX_FOLDER_DEPTH
+from memdir.workspace import Workspace, init_workspace
 from tests.helpers import write
 
 
@@ -86,6 +87,31 @@ def test_a_link_inside_the_state_folder_is_refused(workspace, tmp_path):
     with pytest.raises(WorkspaceError, match=r"memory-write\.lock is a symlink"):
         Workspace(workspace)
     assert (tmp_path / "precious").read_text(encoding="utf-8") == "precious\n"
+
+
+@pytest.mark.parametrize(
+    "state_file",
+    ["audit.jsonl", "claude-code/abc.json", "audit/pending/0001.json", "sessions/s.jsonl"],
+)
+def test_a_fifo_anywhere_in_the_state_folder_is_refused_before_anything_blocks_on_it(
+    workspace, state_file
+):
+    # memdir reads and appends these files (memdir log, the audit trail, the Claude Code hooks'
+    # session state, chat sessions); opening a FIFO would wait forever for a writer.
+    fifo = workspace / ".memdir" / state_file
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    with pytest.raises(WorkspaceError, match=r"is a FIFO"):
+        Workspace(workspace)
+
+
+def test_a_link_deep_in_the_state_folder_is_refused(workspace, tmp_path):
+    (tmp_path / "precious").write_text("precious\n", encoding="utf-8")
+    pending = workspace / ".memdir" / "audit" / "pending"
+    pending.mkdir(parents=True)
+    (pending / "0001.json").symlink_to(tmp_path / "precious")
+    with pytest.raises(WorkspaceError, match=r"0001\.json is a symlink"):
+        Workspace(workspace)
 
 
 def test_a_linked_workspace_config_is_allowed(workspace, tmp_path):

@@ -142,6 +142,16 @@ def test_the_readme_shows_every_kind_of_setup() -> None:
         assert command.argv[1:2] == ("serve",), command
 
 
+def test_the_readme_describes_the_tools_the_server_offers() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## MCP setup", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^- `(memory_\w+) \{", section, re.M)
+    assert set(listed) == PRIVATE_TOOLS
+    count = {3: "three", 4: "four"}
+    said = f"{count[len(PRIVATE_TOOLS)]} tools ({count[len(TOOLS)]} in a shared session)"
+    assert said in " ".join(section.split())
+
+
 def test_every_readme_server_command_lists_the_tools(home: Path) -> None:
     text = README.read_text(encoding="utf-8")
     assert run_readme_init_lines(text, home)

@@ -154,3 +154,31 @@ def test_files_too_large_to_read_per_search_are_not_widened(
     with _small_chunks(workspace) as mem:
         hit = next(r for r in mem.search("zookeeper quorum").results if "zookeeper" in r.snippet)
     assert hit.start_line == hit.end_line == 7  # the chunk as found
+
+
+def test_a_long_chunk_is_centred_on_its_focus_line() -> None:
+    lines = [f"line {i} " + "x" * 90 for i in range(1, 21)]  # 20 lines of ~97 chars
+    text = "\n".join(lines)
+    cand = Candidate(ChunkRow(1, "p", "memory/c.md", "memory", 1, 20, text), score=1.0)
+    cand.focus_line = 15
+    [result] = place_results([cand], 6, {}, 300, None)
+    assert result.start_line <= 15 <= result.end_line
+    assert result.end_line - result.start_line == 2  # three ~97-char lines fit in 300
+    assert result.snippet.startswith("line 14 ") and "line 16 " in result.snippet
+    # without a focus the term-weighted window (here: the start) is shown
+    plain = Candidate(ChunkRow(2, "q", "memory/d.md", "memory", 1, 20, text), score=1.0)
+    [other] = place_results([plain], 6, {}, 300, None)
+    assert other.snippet.startswith("line 1 ")
+
+
+def test_focus_picks_the_unshown_run_that_holds_it() -> None:
+    lines = [f"turn {i}" for i in range(1, 11)]
+    first = Candidate(
+        ChunkRow(1, "a", "memory/e.md", "memory", 4, 6, "\n".join(lines[3:6])), score=1.0
+    )
+    second = Candidate(
+        ChunkRow(2, "b", "memory/e.md", "memory", 1, 9, "\n".join(lines[:9])), score=0.9
+    )
+    second.focus_line = 8
+    out = place_results([first, second], 6, {}, 750, None)
+    assert [(r.start_line, r.end_line) for r in out] == [(4, 6), (7, 9)]  # not the longer 1-3

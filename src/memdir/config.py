@@ -37,12 +37,15 @@ _WORKSPACE_FORBIDDEN = {
     ("llm", "api_key"),
     ("index", "url"),
     ("index", "workspace_id"),
+    ("rerank", "base_url"),
+    ("rerank", "api_key"),
 }
 #: Providers a workspace-local config may choose (none of them sends data away), by section,
 #: and what a remote one would send.
 _WORKSPACE_PROVIDERS = {
     "embedding": (frozenset({"local", "none", "fake"}), "your notes"),
     "llm": (frozenset({"none", "fake"}), "your conversations"),
+    "rerank": (frozenset({"learned", "none"}), "your notes"),
 }
 
 #: The enumerated settings and their allowed values: the one list. What acts on them is keyed
@@ -57,6 +60,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "index.vector_backend": ("numpy", "sqlite-vec"),
     "index.keyword_tokenizer": ("memdir", "plain"),
     "llm.provider": ("none", "fake", "openai", "anthropic"),
+    "rerank.provider": ("learned", "http", "llm", "none"),
+    "rerank.api": ("cohere", "tei"),
+    "search.split_queries": ("auto", "off"),
     "audit.git": ("auto", "off"),
     "privacy.secrets": ("redact", "refuse", "off"),
 }
@@ -176,6 +182,12 @@ class ChunkingConfig:
     #: the overlap (~2.5× less model time at 200/120, an edited line re-embeds only itself;
     #: LoCoMo dev seen@6 0.817 against 0.828: docs/benchmarks.md).
     pooling: str = "chunk"
+    #: Also embed every distinct line of a chunk (cached by its text, once whatever the
+    #: overlap), so that search can score the lines inside a passage by their own cosine.
+    #: Off by default: on LoCoMo dev the line cosines did not lift the reranker or the
+    #: snippets (docs/benchmarks-retrieval.md) and cost ~40 % more model time when indexing.
+    #: Implied by ``pooling = "lines"``.
+    line_vectors: bool = False
 
     def __post_init__(self) -> None:
         if self.tokens < 1 or not 0 <= self.overlap < self.tokens:
@@ -238,11 +250,25 @@ class SearchConfig:
     #: and does not wait.
     embed_candidates: int = 6
     embed_candidates_seconds: float = 1.0
+    #: Score the lines inside each passage the reranker sees (their cosine from
+    #: ``chunking.line_vectors``, their query-term coverage): features of the learned model.
+    line_scoring: bool = True
+    #: Centre a chunk's snippet on its best-scoring line instead of the window of lines whose
+    #: query terms are rarest (off: measured a point lower on LoCoMo dev, see
+    #: docs/benchmarks-retrieval.md).
+    centre_snippets: bool = False
+    #: ``auto``: a question that asks about two things ("X and Y", "both", 和/以及/分别) is
+    #: also searched as its parts, each part given reserved result slots; ``off``: never.
+    split_queries: str = "auto"
+    #: Results reserved for each sub-query when a search has several.
+    subquery_slots: int = 2
 
     def __post_init__(self) -> None:
         problems = []
         if not 1 <= self.max_results <= MAX_RESULTS:
             problems.append(f"1 ≤ max_results ≤ {MAX_RESULTS}")
+        if self.subquery_slots < 0:
+            problems.append("subquery_slots ≥ 0")
         if self.candidate_multiplier < 1 or self.max_candidates < 1:
             problems.append("candidate_multiplier and max_candidates ≥ 1")
         if self.vector_weight < 0 or self.text_weight < 0:
@@ -256,7 +282,48 @@ class SearchConfig:
         if problems:
             raise ConfigError("search: need " + ", ".join(problems))
         check_choice("search.keyword_query", self.keyword_query)
+        check_choice("search.split_queries", self.split_queries)
         check_choice("search.fusion", self.fusion)
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """The rerank stage between fusion and MMR (SPEC §5 step 5; docs/benchmarks-retrieval.md).
+
+    ``provider`` is a registry name: ``learned`` (default, offline: a small model over the
+    features search computes, its weights shipped in the package), ``http`` (any rerank
+    endpoint: ``POST {base_url}/rerank``, Cohere/Jina/vLLM/llama.cpp/Infinity shape, or TEI's),
+    ``llm`` (listwise, by the configured ``[llm]``) or ``none``. ``top_n``: how many of the
+    fused candidates are reranked. Empty ``model`` / ``base_url`` / ``api_key`` fall back to
+    ``MEMDIR_RERANK_MODEL`` / ``MEMDIR_RERANK_BASE_URL`` / ``MEMDIR_RERANK_API_KEY``; a
+    workspace config may set neither endpoint nor key. A remote reranker that fails or takes
+    longer than ``timeout`` seconds leaves the fused order (a warning says why).
+    """
+
+    provider: str = "learned"
+    top_n: int = 24
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    #: ``http`` only: ``cohere`` sends ``{model, query, documents, top_n}`` (Cohere, Jina,
+    #: vLLM, llama.cpp, Infinity); ``tei`` sends ``{query, texts}`` (Hugging Face TEI).
+    #: Either answer shape is read whichever is sent.
+    api: str = "cohere"
+    timeout: float = 10.0
+    max_retries: int = 1
+
+    def __post_init__(self) -> None:
+        check_choice("rerank.provider", self.provider)
+        check_choice("rerank.api", self.api)
+        problems = []
+        if self.top_n < 1:
+            problems.append("top_n ≥ 1")
+        if self.timeout <= 0:
+            problems.append("timeout > 0")
+        if self.max_retries < 1:
+            problems.append("max_retries ≥ 1")
+        if problems:
+            raise ConfigError("rerank: need " + ", ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -369,6 +436,52 @@ class AuditConfig:
             raise ConfigError("audit: need todo_days ≥ 0")
 
 
+#: The most characters Claude Code puts in the context from one hook's output; a longer output
+#: is saved to a file and only a preview reaches the model (Claude Code 2.1.197).
+CLAUDE_CODE_HOOK_CHARS = 10_000
+
+
+@dataclass(frozen=True)
+class HooksConfig:
+    """The Claude Code hooks (``memdir hook <event>``; README, "Claude Code hooks").
+
+    ``session_start_chars``: the memory context at session start (MEMORY.md, USER.md, today's
+    and yesterday's daily logs) in at most this many characters (Claude Code keeps at most
+    10,000). ``recall``: auto-recall before each prompt, at most ``recall_max_items`` hits
+    scoring at least ``[search] min_score``, in at most ``recall_max_chars`` characters.
+    ``flush_input_tokens``: the memory flush before a compaction shows the model the most recent
+    part of the transcript within this many tokens. ``recall_timeout``, ``flush_timeout`` and
+    ``slug_timeout`` bound the search, the flush and the archive's slug (seconds; the installed
+    hooks allow Claude Code a little more).
+    """
+
+    session_start_chars: int = 9_000
+    recall: bool = True
+    recall_max_items: int = 3
+    recall_max_chars: int = 1_500
+    recall_timeout: float = 10.0
+    flush_input_tokens: int = 32_000
+    flush_timeout: float = 45.0
+    slug_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 500 <= self.session_start_chars <= CLAUDE_CODE_HOOK_CHARS:
+            problems.append(f"500 ≤ session_start_chars ≤ {CLAUDE_CODE_HOOK_CHARS:,}")
+        if not 1 <= self.recall_max_items <= MAX_RESULTS:
+            problems.append(f"1 ≤ recall_max_items ≤ {MAX_RESULTS}")
+        if not 200 <= self.recall_max_chars <= CLAUDE_CODE_HOOK_CHARS:
+            problems.append(f"200 ≤ recall_max_chars ≤ {CLAUDE_CODE_HOOK_CHARS:,}")
+        if self.flush_input_tokens < 1_000:
+            problems.append("flush_input_tokens ≥ 1000")
+        if not 0 < self.recall_timeout <= 60 or not 0 < self.slug_timeout <= 60:
+            problems.append("0 < recall_timeout ≤ 60 and 0 < slug_timeout ≤ 60")
+        if not 0 < self.flush_timeout <= 600:
+            problems.append("0 < flush_timeout ≤ 600")
+        if problems:
+            raise ConfigError("hooks: need " + ", ".join(problems))
+
+
 @dataclass(frozen=True)
 class Config:
     """All of memdir's settings.
@@ -383,6 +496,8 @@ class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    hooks: HooksConfig = field(default_factory=HooksConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     #: Where each setting that is not a default came from: ``"section.key"`` → the config
     #: file's path, or ``arguments`` (see :meth:`origin`). Not part of equality.
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)

@@ -1,5 +1,6 @@
-"""The MCP server (``memdir serve``): ``memory_search``, ``memory_get`` and ``memory_write`` over
-stdio, with the resources ``memory://MEMORY.md`` and ``memory://today`` (docs/design.md#interfaces).
+"""The MCP server (``memdir serve``): ``memory_search``, ``memory_get``, ``memory_write`` and (in a
+private session) ``memory_forget`` over stdio, with the resources ``memory://MEMORY.md`` and
+``memory://today`` (docs/design.md#interfaces).
 
 A thin adapter: the tools are the contract of :mod:`memdir.tools` (names, descriptions, schemas,
 limits, and how a call runs), which :class:`MemoryTools` serves over one :class:`Memory`;
@@ -26,10 +27,11 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memdir import __version__
 from memdir.clock import now
+from memdir.deadline import run_with_timeout
 from memdir.errors import MemdirError, PathNotAllowed, ProviderUnavailable
 from memdir.memory import Memory
 from memdir.tools import MAX_GET_CHARS, SERVER_INSTRUCTIONS, call_tool, memory_tools
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 log = logging.getLogger("memdir.mcp")
-T = TypeVar("T")
 
 MEMORY_URI = "memory://MEMORY.md"
 TODAY_URI = "memory://today"
@@ -58,6 +59,8 @@ _RESOURCES = {  # uri: (name, title, description)
 
 #: Seconds a tool call may take, waiting for the index lock included.
 CALL_TIMEOUT_S = 30.0
+#: What a call past its time limit is told.
+_ABANDONED = " and was abandoned (a write may still complete); try a narrower call"
 #: The most characters of JSON any other reply carries.
 MAX_REPLY_CHARS = 60_000
 #: Tools that only read files, never the shared index: they run without the lock.
@@ -112,7 +115,7 @@ class MemoryTools:
         job = partial(retry_when_busy, run)
         if name not in _LOCK_FREE:
             job = partial(self._locked, name, job)
-        return cap_reply(name, run_with_timeout(job, self.timeout, name))
+        return cap_reply(name, run_with_timeout(job, self.timeout, name, hint=_ABANDONED))
 
     def _locked(self, name: str, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if not self.lock.acquire(timeout=self.timeout):
@@ -151,7 +154,9 @@ class MemoryTools:
         else:
             known = ", ".join(r["uri"] for r in self.resources())
             raise MemdirError(f"unknown resource {uri!r}: available: {known}")
-        text = run_with_timeout(lambda: self.memory.get(path).text, self.timeout, uri)
+        text = run_with_timeout(
+            lambda: self.memory.get(path).text, self.timeout, uri, hint=_ABANDONED
+        )
         if len(text) <= MAX_GET_CHARS:
             return text
         shown = _cut_at_line(text, MAX_GET_CHARS)
@@ -160,34 +165,6 @@ class MemoryTools:
             shown + f"\n\n[cut at {len(shown):,} of {len(text):,} characters: read on with "
             f"memory_get path={path} from={next_line}]\n"
         )
-
-
-def run_with_timeout(fn: Callable[[], T], seconds: float, name: str) -> T:
-    """``fn()`` on its own thread, waited for at most ``seconds``.
-
-    Raises:
-        MemdirError: it took longer (its work goes on in the background and is not undone).
-    """
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name=f"memdir {name}", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise MemdirError(
-            f"{name} took longer than {seconds:.0f} s and was abandoned (a write may still "
-            "complete); try a narrower call"
-        )
-    if "error" in box:
-        raise box["error"]
-    value: T = box["value"]
-    return value
 
 
 def cap_reply(name: str, data: dict[str, Any]) -> dict[str, Any]:

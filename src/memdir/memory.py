@@ -34,6 +34,7 @@ from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
 from memdir.privacy import SecretGuard
 from memdir.relevance import calibration_for
+from memdir.rerank import Reranker, create_reranker
 from memdir.search import EmbedMissing, SearchResponse, run_search
 from memdir.unindexed import Unindexed, find_unindexed
 from memdir.workspace import (
@@ -62,6 +63,8 @@ PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
 SCOPES = ("private", "shared")
 #: The longest query accepted (characters); longer ones are refused, not truncated silently.
 MAX_QUERY_CHARS = 4000
+#: The most queries one search accepts.
+MAX_QUERIES = 8
 #: Files larger than this are not read to widen search results (a search stays fast).
 WIDEN_MAX_BYTES = 1024 * 1024
 
@@ -129,6 +132,8 @@ class Memory:
         workspace: the workspace folder; default ``MEMDIR_WORKSPACE`` or ``~/.memdir/workspace``.
         config: settings; default :func:`memdir.config.load_config` for this workspace.
         embedder: the embedding provider; default built from ``config.embedding``.
+        reranker: the rerank stage's reranker; default built from ``config.rerank``
+            (``provider = "none"`` for no rerank stage).
         scope: ``private`` (the owner's own sessions) or ``shared`` (group chats: MEMORY.md
             and USER.md are never returned).
     """
@@ -139,6 +144,7 @@ class Memory:
         *,
         config: Config | None = None,
         embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
         scope: str = "private",
     ) -> None:
         if scope not in SCOPES:
@@ -163,6 +169,9 @@ class Memory:
         #: What turns a result's parts into its score (None: the fused score, uncalibrated).
         self.calibration = calibration_for(embedder) if self.config.search.calibrate else None
         self.index = self._open_index()
+        #: Why the configured reranker cannot be used (every search then warns), or None.
+        self.rerank_problem: str | None = None
+        self.reranker = reranker if reranker is not None else self._build_reranker()
         #: What searches recalled from the daily logs (docs/design.md#dreaming); opened on first
         #: use.
         self.recalls = RecallStore(self.index.dir / RECALL_NAME)
@@ -185,6 +194,14 @@ class Memory:
         if embedder is None:
             self.notes.append("embedding provider is 'none': keyword-only mode")
         return embedder
+
+    def _build_reranker(self) -> Reranker | None:
+        try:
+            return create_reranker(self.config)
+        except ProviderError as exc:
+            self.rerank_problem = f"reranker {self.config.rerank.provider} unavailable: {exc}"
+            self.notes.append(self.rerank_problem)
+            return None
 
     # -- context manager ------------------------------------------------------------------
 
@@ -252,7 +269,7 @@ class Memory:
 
     def search(
         self,
-        query: str,
+        query: str | Sequence[str],
         *,
         max_results: int | None = None,
         min_score: float | None = None,
@@ -260,16 +277,25 @@ class Memory:
     ) -> SearchResponse:
         """``memory_search``: the best snippets for ``query`` (docs/design.md#search).
 
-        Files changed since the last sync are indexed first (stat only when nothing changed),
-        so results are never stale. The daily-log hits are recorded as recalls for dreaming
-        unless ``record`` is False (a person inspecting memory, as in ``memdir ui``, is not the
-        agent recalling it).
+        Several queries (a list) are searched in one call: each gets reserved result slots,
+        the first fills the rest. A single question about two things is split by the engine
+        itself (``search.split_queries``). Files changed since the last sync are indexed first
+        (stat only when nothing changed), so results are never stale. The daily-log hits are
+        recorded as recalls for dreaming unless ``record`` is False (a person inspecting memory,
+        as in ``memdir ui``, is not the agent recalling it).
 
         Raises:
-            QueryError: the query is longer than :data:`MAX_QUERY_CHARS` or a limit is invalid.
+            QueryError: a query is longer than :data:`MAX_QUERY_CHARS`, there are more than
+                :data:`MAX_QUERIES` or none, or a limit is invalid.
         """
-        if len(query) > MAX_QUERY_CHARS:
-            raise QueryError(f"query is {len(query)} chars; the limit is {MAX_QUERY_CHARS}")
+        queries = [query] if isinstance(query, str) else list(query)
+        if not queries or len(queries) > MAX_QUERIES:
+            raise QueryError(f"give 1 to {MAX_QUERIES} queries, not {len(queries)}")
+        for text in queries:
+            if not isinstance(text, str):
+                raise QueryError(f"a query must be text, not {type(text).__name__}")
+            if len(text) > MAX_QUERY_CHARS:
+                raise QueryError(f"query is {len(text)} chars; the limit is {MAX_QUERY_CHARS}")
         if max_results is not None and not 1 <= max_results <= MAX_RESULTS:
             raise QueryError(f"max_results must be from 1 to {MAX_RESULTS}")
         report = self.index.refresh()
@@ -278,7 +304,10 @@ class Memory:
         response = run_search(
             self.index,
             self.embedder,
-            query,
+            queries[0],
+            more_queries=queries[1:],
+            reranker=self.reranker,
+            rerank_top_n=self.config.rerank.top_n,
             config=self.config.search,
             now=now(),
             max_results=max_results,
@@ -290,6 +319,8 @@ class Memory:
         )
         if report is not None:
             response.warnings.extend(report.warnings)
+        if self.rerank_problem:
+            response.warnings.append(f"{self.rerank_problem}; fused order kept")
         counts = self.index.counts()
         response.index = {
             "files": counts["files"],

@@ -114,7 +114,9 @@ def place_results(
     """Turn ranked chunks into at most ``k`` results that never repeat a line.
 
     Chunks overlap, so the next-best chunk often shares lines with one already chosen: it is
-    trimmed to its longest run of lines not yet shown (and dropped when nothing is left). Then,
+    trimmed to its longest run of lines not yet shown (the run holding its focus line, when it
+    has one; dropped when nothing is left). A run longer than the budget is cut to the lines
+    around the focus line (:attr:`memdir.search.Candidate.focus_line`). Then,
     when ``lines_of`` can read the file and the chunk still matches it, the result is widened
     with the neighbouring lines below and above, one at a time, while the text stays within
     ``budget`` characters and shows no line twice. A chunk longer than the budget keeps its
@@ -137,9 +139,13 @@ def place_results(
             not any(part in seen for seen in taken.get(first + i, ()))
             for i, part in enumerate(chunk_lines)
         ]
-        run = _longest_run(free)
+        focus = None if cand.focus_line is None or not aligned else cand.focus_line - first
+        run = _run_around(free, focus) or _longest_run(free)
         if run is None:
             continue  # every line of it is already shown
+        whole = run
+        if focus is not None and run[0] <= focus <= run[1]:
+            run = _centred(chunk_lines, run, focus, budget)
         start, end = first + run[0], first + run[1]
         if not aligned:
             start, end = chunk.start_line, chunk.end_line
@@ -153,8 +159,48 @@ def place_results(
             snippet = text
         for offset, line_text in enumerate(text.split("\n")):
             taken.setdefault(start + offset, []).append(line_text)
+        # The rest of a centred run counts as shown too: a later, overlapping chunk would
+        # otherwise spend a result on the same passage (measured: a point of LoCoMo seen@6).
+        for i in range(whole[0], whole[1] + 1):
+            if aligned and chunk_lines[i] not in taken.get(first + i, ()):
+                taken.setdefault(first + i, []).append(chunk_lines[i])
         out.append(_to_result(cand, start, end, snippet))
     return out
+
+
+def _run_around(flags: Sequence[bool], index: int | None) -> tuple[int, int] | None:
+    """The run of True in ``flags`` that contains ``index`` (None if there is none)."""
+    if index is None or not 0 <= index < len(flags) or not flags[index]:
+        return None
+    lo, hi = index, index
+    while lo > 0 and flags[lo - 1]:
+        lo -= 1
+    while hi + 1 < len(flags) and flags[hi + 1]:
+        hi += 1
+    return lo, hi
+
+
+def _centred(
+    lines: Sequence[str], run: tuple[int, int], focus: int, budget: int
+) -> tuple[int, int]:
+    """The lines of ``run`` around ``focus`` that fit ``budget`` characters: the focus line,
+    then one line below and one above in turn while they fit (the whole run if it fits)."""
+    if len("\n".join(lines[run[0] : run[1] + 1])) <= budget:
+        return run
+    lo = hi = focus
+    size = len(lines[focus])
+    grew = True
+    while grew:
+        grew = False
+        for i in (hi + 1, lo - 1):
+            if not run[0] <= i <= run[1] or lo <= i <= hi:
+                continue
+            if size + len(lines[i]) + 1 > budget:
+                continue
+            size += len(lines[i]) + 1
+            lo, hi = min(lo, i), max(hi, i)
+            grew = True
+    return lo, hi
 
 
 def _longest_run(flags: Sequence[bool]) -> tuple[int, int] | None:
@@ -252,6 +298,9 @@ def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchRes
             "decay": round(cand.decay, 6),
             "age_days": cand.age_days,
             "mmr_rank": cand.mmr_rank,
+            "rerank": None,  # set by the rerank stage (memdir.rerank.stage)
+            "focus_line": cand.focus_line,
+            "query": cand.query,
         },
     )
 

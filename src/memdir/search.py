@@ -1,5 +1,5 @@
-"""Hybrid search (docs/design.md#search): each stage a small named function, composed by
-:func:`run_search`.
+"""Hybrid search (docs/design.md#search, plus a rerank stage and sub-queries): each stage a
+small named function, composed by :func:`run_search`.
 
 1. vector leg: cosine similarity → candidates
 2. keyword leg: memdir's BM25 over the query's terms, OR-ed (:class:`KeywordQuery`) →
@@ -9,9 +9,14 @@
 4. :func:`merge_hybrid`: ``w_v·vector + w_t·text`` per chunk
 5. :func:`apply_temporal_decay`: daily logs decay with a half-life; other files are evergreen
 6. :func:`mmr_rerank`: diversity with Jaccard over word tokens (CJK unigrams + bigrams)
-7. :func:`apply_min_score`: keep ≥ min_score, else rescue the keyword hits
+7. :func:`apply_min_score`: keep ≥ min_score (the fused score), else rescue the keyword hits
 8. :func:`memdir.results.place_results`: results that never repeat a line, widened to the
    snippet budget
+9. with a reranker (``[rerank] provider``): the best ``rerank.top_n`` candidates are placed
+   as passages in stage 8 and reordered by the reranker (:mod:`memdir.rerank.stage`); the
+   first ``max_results`` are returned
+10. several queries (the caller's, or the parts :func:`memdir.subqueries.split_query` finds):
+    stages 1–9 for each, merged with reserved slots (:func:`memdir.subqueries.merge_rankings`)
 
 Without an embedder (or when the query embedding fails) :func:`keyword_only_scores` ranks the
 keyword candidates by term coverage, BM25, density and path match, and returns the best even
@@ -35,6 +40,8 @@ from memdir.errors import ProviderError
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
 from memdir.relevance import Calibration
+from memdir.rerank.base import Reranker
+from memdir.rerank.stage import focus_lines, rerank_passages
 from memdir.results import (
     LinesOf,
     SearchResult,
@@ -43,6 +50,7 @@ from memdir.results import (
     place_results,
     term_weights,
 )
+from memdir.subqueries import merge_rankings, split_query
 from memdir.text import jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
@@ -69,10 +77,13 @@ class SearchResponse:
     calibrated: bool = False
     #: The threshold the results passed (None in keyword-only mode, which has none).
     min_score: float | None = None
+    #: Every query searched: the query, then the caller's further queries or its own parts.
+    queries: list[str] = field(default_factory=list)
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         return {
             "query": self.query,
+            "queries": self.queries or [self.query],
             "mode": self.mode,
             "legs": self.legs,
             "terms": self.terms,
@@ -105,6 +116,10 @@ class Candidate:
     fused: float = 0.0
     #: The share of the query terms' IDF weight that the chunk holds.
     coverage: float = 0.0
+    #: The best line of the chunk (1-based file line): the snippet is centred on it.
+    focus_line: int | None = None
+    #: The query (or sub-query) that found it.
+    query: str = ""
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -268,28 +283,40 @@ def mmr_rerank(candidates: Sequence[Candidate], *, lam: float, k: int) -> list[C
     Relevance is the score min–max normalised over the candidates; similarity is Jaccard over
     :func:`memdir.text.similarity_tokens`.
     """
-    if not candidates:
+    order = mmr_order(
+        [c.score for c in candidates],
+        [_similarity_tokens(c.chunk.text) for c in candidates],
+        lam=lam,
+        k=k,
+    )
+    out = [candidates[i] for i in order]
+    for rank, cand in enumerate(out, start=1):
+        cand.mmr_rank = rank
+    return out
+
+
+def mmr_order(
+    scores: Sequence[float], tokens: Sequence[frozenset[str]], *, lam: float, k: int
+) -> list[int]:
+    """The MMR order of items with these relevance ``scores`` (min–max normalised) and token
+    sets (Jaccard similarity): indices of the ``k`` picked, first pick first."""
+    if not scores:
         return []
-    scores = [c.score for c in candidates]
     lo, hi = min(scores), max(scores)
     span = hi - lo
-    relevance = [((s - lo) / span) if span > 0 else 1.0 for s in scores]
-    tokens = [_similarity_tokens(c.chunk.text) for c in candidates]
-    # Each candidate's highest similarity to anything chosen so far, updated as we choose:
+    norm = [((s - lo) / span) if span > 0 else 1.0 for s in scores]
+    # Each item's highest similarity to anything chosen so far, updated as we choose:
     # O(n²) Jaccard computations instead of O(n³).
-    redundancy = [0.0] * len(candidates)
-    remaining = list(range(len(candidates)))
+    redundancy = [0.0] * len(scores)
+    remaining = list(range(len(scores)))
     chosen: list[int] = []
     while remaining and len(chosen) < k:
-        best = max(remaining, key=lambda i: lam * relevance[i] - (1 - lam) * redundancy[i])
+        best = max(remaining, key=lambda i: lam * norm[i] - (1 - lam) * redundancy[i])
         chosen.append(best)
         remaining.remove(best)
         for i in remaining:
             redundancy[i] = max(redundancy[i], jaccard(tokens[i], tokens[best]))
-    out = [candidates[i] for i in chosen]
-    for rank, cand in enumerate(out, start=1):
-        cand.mmr_rank = rank
-    return out
+    return chosen
 
 
 def apply_min_score(
@@ -347,6 +374,24 @@ def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -
 # -- composition --------------------------------------------------------------------------
 
 
+@dataclass
+class _Ranking:
+    """One query's candidates after every stage up to ``min_score``."""
+
+    kept: list[Candidate]
+    pool: list[Candidate]
+    mode: str
+    legs: list[str]
+    terms: list[str]
+    rescued: bool
+    matched: bool  # the keyword leg had terms to search
+    vector: Any = None  # the query's embedding (None: keyword-only)
+    rerank: bool = False  # the reranker applies (then MMR runs over the reranked passages)
+    estimated: int = 0  # candidates ranked with an estimated vector leg
+    unknown: float = 0.0  # the share of the query's terms no chunk holds
+    threshold: float | None = None  # the min_score applied (None in keyword-only mode)
+
+
 def run_search(
     manager: IndexManager,
     embedder: Embedder | None,
@@ -360,6 +405,9 @@ def run_search(
     lines_of: LinesOf | None = None,
     embed_missing: EmbedMissing | None = None,
     calibration: Calibration | None = None,
+    reranker: Reranker | None = None,
+    rerank_top_n: int = 24,
+    more_queries: Sequence[str] = (),
 ) -> SearchResponse:
     """Run the whole pipeline on an up-to-date index (the caller refreshes it first).
 
@@ -369,23 +417,126 @@ def run_search(
     the rest get an estimate (:func:`estimate_missing_vectors`). With a ``calibration`` the
     scores are calibrated relevances and ``min_score`` (default ``search.min_score``) applies
     to them; without one, the fused scores and ``search.raw_min_score`` (with the keyword
-    rescue of SPEC §5).
+    rescue of docs/design.md#search).
+    ``reranker`` reorders the best ``rerank_top_n`` candidates (:mod:`memdir.rerank`).
+    ``more_queries`` are searched too, each with reserved result slots; without them a
+    question about two things is split by :func:`memdir.subqueries.split_query`
+    (``search.split_queries``).
     """
     k = max(1, max_results or config.max_results)
-    threshold = min_score
+    extra = [q for q in more_queries if q.strip() and q != query]
+    auto = not extra and config.split_queries == "auto"
+    parts = [query, *extra] if extra else [query, *(split_query(query) if auto else [])]
+    warnings: list[str] = []
+    vectors = _embed_queries(embedder, parts, warnings)
+    rankings = [
+        _rank_one(
+            manager,
+            part,
+            vectors.get(part),
+            config=config,
+            now=now,
+            k=k,
+            min_score=min_score,
+            exclude_paths=exclude_paths,
+            reranker=reranker,
+            embed_missing=embed_missing,
+            calibration=calibration,
+        )
+        for part in parts
+    ]
+    main = rankings[0]
+    if main.rescued and main.kept:
+        warnings.append("no result passed min_score; showing keyword matches")
+    lists = []
+    for part, ranking in zip(parts, rankings, strict=True):
+        weights = term_weights(ranking.terms, [c.chunk.text for c in ranking.pool])
+        budget = config.snippet_chars
+        if not ranking.rerank or reranker is None:
+            lists.append(place_results(ranking.kept, k, weights, budget, lines_of))
+            continue
+        passages = place_results(ranking.kept, rerank_top_n, weights, budget, lines_of)
+        line_vectors = manager.line_vectors if config.line_scoring else None
+        lists.append(
+            rerank_passages(
+                reranker, part, passages, ranking.vector, weights, line_vectors, warnings
+            )
+        )
+    if len(lists) == 1:
+        results = lists[0][:k]
+    else:
+        slots = config.subquery_slots if auto else max(1, k // len(lists))
+        merged = merge_rankings(lists, slots=slots, ident=_passage_id)
+        results = _without_repeated_lines(merged)[:k]
+    terms = list(dict.fromkeys(t for r in rankings for t in r.terms))
+    if not main.matched and not query.strip():
+        warnings.append("empty query")
+    elif not main.matched:
+        warnings.append("the query has only stopwords; nothing to match")
+    response = SearchResponse(query, results, main.mode, main.legs, terms, warnings)
+    response.queries = parts
+    response.estimated = sum(r.estimated for r in rankings)
+    response.unknown = main.unknown
+    response.calibrated = main.mode == "hybrid" and calibration is not None
+    response.min_score = main.threshold
+    return response
+
+
+def _passage_id(result: SearchResult) -> tuple[str, int, int]:
+    return (result.path, result.start_line, result.end_line)
+
+
+def _without_repeated_lines(results: Sequence[SearchResult]) -> list[SearchResult]:
+    """Drop a result that shows lines an earlier one shows (rankings of several queries are
+    placed separately, so their passages may overlap)."""
+    shown: dict[str, set[int]] = {}
+    out = []
+    for result in results:
+        lines = set(range(result.start_line, result.end_line + 1))
+        if lines & shown.get(result.path, set()):
+            continue
+        shown.setdefault(result.path, set()).update(lines)
+        out.append(result)
+    return out
+
+
+def _embed_queries(
+    embedder: Embedder | None, parts: Sequence[str], warnings: list[str]
+) -> dict[str, Any]:
+    """Each query's vector (a query whose embedding failed is left out, with a warning)."""
+    out: dict[str, Any] = {}
+    if embedder is None:
+        return out
+    for part in parts:
+        if not part.strip():
+            continue
+        try:
+            out[part] = embedder.embed_query(part)
+        except ProviderError as exc:
+            warnings.append(f"query embedding failed, keyword search only: {exc}")
+    return out
+
+
+def _rank_one(
+    manager: IndexManager,
+    query: str,
+    query_vector: Any,
+    *,
+    config: SearchConfig,
+    now: datetime,
+    k: int,
+    min_score: float | None,
+    exclude_paths: frozenset[str],
+    reranker: Reranker | None,
+    embed_missing: EmbedMissing | None,
+    calibration: Calibration | None,
+) -> _Ranking:
+    """Every stage for one query, up to and including ``min_score``."""
     n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
     terms = KEYWORD_QUERIES[config.keyword_query](query)
     keywords = KeywordQuery.build(terms, config.keyword_query)
-    warnings: list[str] = []
     legs: list[str] = []
     candidates: dict[int, Candidate] = {}
-
-    query_vector = None
-    if embedder is not None and query.strip():
-        try:
-            query_vector = embedder.embed_query(query)
-        except ProviderError as exc:
-            warnings.append(f"query embedding failed, keyword search only: {exc}")
     # Over-fetch when some paths are hidden from this caller (shared scope).
     fetch = n_candidates + (50 if exclude_paths else 0)
     if query_vector is not None:
@@ -406,6 +557,7 @@ def run_search(
         if row is None or row.path in exclude_paths:
             continue
         cand.chunk = row
+        cand.query = query
         pool.append(cand)
 
     mode = "hybrid" if query_vector is not None else ("keyword" if keywords else "empty")
@@ -434,10 +586,18 @@ def run_search(
         )
     pool.sort(key=lambda c: (-c.score, c.chunk.path, c.chunk.start_line))
     pool = pool[:n_candidates]
+    if config.centre_snippets:
+        weights = term_weights(terms, [c.chunk.text for c in pool])
+        line_vectors = manager.line_vectors if config.line_scoring else None
+        focus_lines(pool, query_vector, weights, line_vectors)
+    # The learned model was fitted on hybrid searches; remote rerankers read only text.
+    rerank = reranker is not None and (mode == "hybrid" or reranker.remote)
     ranked = mmr_rerank(pool, lam=config.mmr_lambda, k=len(pool)) if config.mmr else pool
     for cand in ranked:
         cand.fused = cand.score
     unknown = manager.unknown_share(terms) if mode == "hybrid" else 0.0
+    rescued = False
+    threshold = min_score
     if mode == "hybrid":
         coverage = manager.term_coverage(terms, [c.chunk.seq for c in ranked])
         for cand in ranked:
@@ -451,22 +611,14 @@ def run_search(
         if threshold is None:
             threshold = config.raw_min_score
         kept, rescued = apply_min_score(ranked, min_score=threshold)
-        if rescued and kept:
-            warnings.append("no result passed min_score; showing keyword matches")
     else:
         kept = ranked  # keyword-only mode returns its best even below min_score
-    weights = term_weights(terms, [c.chunk.text for c in pool])
-    results = place_results(kept, k, weights, config.snippet_chars, lines_of)
-    if keywords is None and not query.strip():
-        warnings.append("empty query")
-    elif keywords is None:
-        warnings.append("the query has only stopwords; nothing to match")
-    response = SearchResponse(query, results, mode, legs, terms, warnings)
-    response.estimated = estimated
-    response.unknown = unknown
-    response.calibrated = mode == "hybrid" and calibration is not None
-    response.min_score = threshold if mode == "hybrid" else None
-    return response
+    ranking = _Ranking(
+        kept, pool, mode, legs, terms, rescued, keywords is not None, query_vector, rerank
+    )
+    ranking.estimated, ranking.unknown = estimated, unknown
+    ranking.threshold = threshold if mode == "hybrid" else None
+    return ranking
 
 
 def _placeholder(seq: int) -> ChunkRow:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from importlib import resources
@@ -28,6 +28,12 @@ from memdir.fileio import (
     describe_mode,
     locked_append,
     read_regular_file,
+)
+from memdir.filewalk import (
+    Skipped,
+    ignore_skipped,
+    regular_md_stat,
+    walk_markdown,
 )
 from memdir.privacy import DEFAULT_GUARD, SecretGuard
 
@@ -119,17 +125,13 @@ class FileEntry:
         return Path(self.location)
 
 
-#: ``(path as shown, why it was skipped)`` of an entry the walk could not index.
-Skipped = tuple[str, str]
-
-
 class Workspace:
     """A memdir workspace folder, and the one path policy for everything memdir reads or writes.
 
     - Reads of a caller's path (a tool call, the CLI): :meth:`resolve_memory_path`.
     - The files to index: :meth:`iter_files` (no symlink followed, special files and names that
-      are not UTF-8 skipped with a reason, folders nested deeper than :data:`MAX_FOLDER_DEPTH`
-      not entered).
+      are not UTF-8 skipped with a reason, folders nested deeper than
+      :data:`~memdir.filewalk.MAX_FOLDER_DEPTH` not entered).
     - Writes: :meth:`write_path` for the target, then :meth:`replace_file` or
       :meth:`append_file` (never through a symlink, never into a special file).
     - Configured extra paths are resolved once here; one that a symlink leads out of the
@@ -197,8 +199,10 @@ class Workspace:
         return tuple(kept)
 
     def _check_state_dir(self) -> None:
-        """Refuse a ``.memdir`` that is a symlink or holds one: memdir writes its index, locks
-        and sessions there, and a cloned repository could point them at any file."""
+        """Refuse a ``.memdir`` that is not a folder, or that holds (in it or its sub-folders,
+        :data:`_STATE_DEPTH` deep) a symlink, a FIFO, a socket or a device: memdir writes its
+        index, locks, sessions, audit records and hook state there, and a cloned repository
+        could aim those writes at any file, or make a read of them block forever."""
         state = self.state_dir
         try:
             st = os.lstat(state)
@@ -209,17 +213,34 @@ class Workspace:
                 f"{state} is {describe_mode(st.st_mode)}, not a folder: memdir keeps its state "
                 "there; move it away"
             )
-        for folder in (state, *(state / sub for sub in _STATE_SUBDIRS)):
+        folders = [(state, 0)]
+        while folders:
+            folder, depth = folders.pop()
             try:
                 entries = list(os.scandir(folder))
             except OSError:
                 continue
             for entry in entries[:_STATE_SCAN_LIMIT]:
-                if entry.is_symlink() and entry.name not in _STATE_LINKS_ALLOWED:
-                    raise WorkspaceError(
-                        f"{entry.path} is a symlink: memdir's state folder must hold none (a "
-                        "cloned repository could aim memdir's writes at any file); remove it"
-                    )
+                try:
+                    if entry.is_symlink():
+                        if folder == state and entry.name in _STATE_LINKS_ALLOWED:
+                            continue
+                        raise WorkspaceError(
+                            f"{entry.path} is a symlink: memdir's state folder must hold none "
+                            "(a cloned repository could aim memdir's writes at any file); "
+                            "remove it"
+                        )
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth < _STATE_DEPTH:
+                            folders.append((Path(entry.path), depth + 1))
+                    elif not entry.is_file(follow_symlinks=False):
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                        raise WorkspaceError(
+                            f"{entry.path} is {describe_mode(mode)}: memdir's state folder holds "
+                            "only files and folders (reading this one would block); remove it"
+                        )
+                except OSError:  # gone meanwhile
+                    continue
 
     @property
     def state_dir(self) -> Path:
@@ -256,11 +277,11 @@ class Workspace:
                 that was left out: a symlink, a FIFO/socket/device, a name that is not UTF-8,
                 a folder that cannot be read or is nested too deep.
         """
-        skip = skipped.append if skipped is not None else _ignore
+        skip = skipped.append if skipped is not None else ignore_skipped
         seen: set[str] = set()
         root = str(self.root)
         memory = os.path.join(root, MEMORY_FILE)
-        st = _regular_md_stat(memory, MEMORY_FILE, skip)
+        st = regular_md_stat(memory, MEMORY_FILE, skip)
         if st is not None:
             seen.add(memory)
             yield FileEntry(MEMORY_FILE, memory, "memory", st.st_mtime_ns, st.st_size)
@@ -269,14 +290,14 @@ class Workspace:
             if os.path.islink(location):
                 skip((folder, "a symlink: not followed, not indexed"))
                 continue
-            for abspath, rel, st in _walk_md(location, folder, skip):
+            for abspath, rel, st in walk_markdown(location, folder, skip):
                 seen.add(abspath)
                 yield FileEntry(rel, abspath, "memory", st.st_mtime_ns, st.st_size)
         for extra in self.extra_paths:
             location = str(extra)
             shown = self.display_path(extra)
-            st = _regular_md_stat(location, shown, _ignore)
-            found = [(location, "", st)] if st is not None else _walk_md(location, shown, skip)
+            st = regular_md_stat(location, shown, ignore_skipped)
+            found = [(location, "", st)] if st is not None else walk_markdown(location, shown, skip)
             for abspath, _, entry_stat in found:
                 if abspath in seen:
                     continue
@@ -525,107 +546,12 @@ def _sample_files() -> dict[str, str]:
     return out
 
 
-#: Folders below ``memory/``, ``skills/`` or an extra path deeper than this are not entered
-#: (a tree of ~950 nested folders used to exhaust Python's recursion).
-MAX_FOLDER_DEPTH = 64
-#: Sub-folders of ``.memdir`` checked for symlinks, and how many entries of each.
-_STATE_SUBDIRS = ("locks", "tmp", "sessions", "indexes")
+#: How deep below ``.memdir`` its entries are checked (``audit/pending/`` is two folders down),
+#: and how many entries of each folder.
+_STATE_DEPTH = 2
 _STATE_SCAN_LIMIT = 10_000
 #: The one file in ``.memdir`` that may be a link: it is only read, and dotfile managers link it.
 _STATE_LINKS_ALLOWED = frozenset({"config.toml"})
-
-
-def _ignore(_: Skipped) -> None:
-    return None
-
-
-def _shown_name(name: str) -> str | None:
-    """``name`` when it is valid UTF-8 (it came from ``os.scandir``), else None."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    return name
-
-
-def _printable(path: str) -> str:
-    """A path with undecodable bytes shown as ``\\xNN`` (for a warning)."""
-    return os.fsencode(path).decode("utf-8", errors="backslashreplace")
-
-
-def _regular_md_stat(
-    path: str, shown: str, skip: Callable[[Skipped], None]
-) -> os.stat_result | None:
-    """The ``lstat`` of ``path`` when it is a regular ``.md`` file (not a symlink), else None
-    (reporting a symlink or a special file to ``skip``)."""
-    if not path.lower().endswith(".md"):
-        return None
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    if stat.S_ISREG(st.st_mode):
-        return st
-    if not stat.S_ISDIR(st.st_mode):
-        skip((shown, f"{describe_mode(st.st_mode)}: not indexed"))
-    return None
-
-
-def _walk_md(
-    folder: str, rel: str, skip: Callable[[Skipped], None]
-) -> Iterator[tuple[str, str, os.stat_result]]:
-    """``(absolute path, posix path relative to the workspace, lstat)`` of the Markdown files
-    under ``folder``, sorted, depth first, skipping symlinks and hidden folders.
-
-    Iterative, so no nesting exhausts the stack; :data:`MAX_FOLDER_DEPTH` bounds it anyway.
-    """
-    if os.path.islink(folder):
-        return
-    stack: list[tuple[str, str, int]] = [(folder, rel, 0)]
-    while stack:
-        path, prefix, depth = stack.pop()
-        try:
-            with os.scandir(path) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as exc:
-            skip((prefix or path, f"folder cannot be read ({exc.strerror}): not indexed"))
-            continue
-        subfolders: list[tuple[str, str, int]] = []
-        for entry in entries:
-            name = _shown_name(entry.name)
-            shown = f"{prefix}/{name}" if prefix else (name or "")
-            try:
-                is_link = entry.is_symlink()
-                is_dir = not is_link and entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir and entry.name.startswith("."):
-                continue
-            if not is_dir and not entry.name.lower().endswith(".md"):
-                continue
-            if name is None:
-                bad = _printable(entry.path)
-                skip((bad, "name is not valid UTF-8: not indexed (rename it)"))
-                continue
-            if is_link:
-                skip((shown, "a symlink: not followed, not indexed"))
-            elif is_dir:
-                if depth + 1 > MAX_FOLDER_DEPTH:
-                    skip((shown, f"nested deeper than {MAX_FOLDER_DEPTH} folders: not indexed"))
-                else:
-                    subfolders.append((entry.path, shown, depth + 1))
-            else:
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    yield entry.path, shown, st
-                else:
-                    skip((shown, f"{describe_mode(st.st_mode)}: not indexed"))
-        stack.extend(reversed(subfolders))
 
 
 def is_within(path: Path, folder: Path) -> bool:
@@ -662,14 +588,5 @@ def _checked_target(candidate: Path, base: Path, shown: str) -> Path:
     return candidate
 
 
-__all__ = [
-    "MAX_FOLDER_DEPTH",
-    "FileEntry",
-    "Skipped",
-    "Workspace",
-    "atomic_write",
-    "init_workspace",
-    "is_daily_log",
-    "locked_append",
-    "read_regular_file",
-]
+#: ``Skipped`` is the walk's (:mod:`memdir.filewalk`); the index imports it from here.
+__all__ = ["FileEntry", "Skipped", "Workspace", "init_workspace", "is_daily_log"]

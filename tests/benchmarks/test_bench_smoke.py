@@ -129,6 +129,25 @@ def test_fresh_search_mode_searches_new_copies_without_indexing(
     assert not cache.exists()  # nothing cached, nothing reused
 
 
+@pytest.mark.skipif(not CMRC.is_file(), reason=f"CMRC data not found at {CMRC}")
+def test_cmrc_paraphrase_questions_and_build_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = BENCH / "data" / "cmrc_paraphrase.jsonl"
+    cmrc = load_script("cmrc")
+    data = json.loads(CMRC.read_text(encoding="utf-8"))
+    files, _ = cmrc.build_corpus(data, None)
+    asked = cmrc.load_questions(questions, files)
+    assert len(asked) == 44 and len({gold for _, gold, _ in asked}) == 44
+    for question, gold, answers in asked:
+        assert answers and answers[0] in files[gold], question  # each answer is in its paragraph
+    base = ["--data", str(CMRC), "--embedder", "fake", "--cache", str(tmp_path / "cache")]
+    assert cmrc.main([*base, "--limit", "5", "--configs", "keyword", "--build-only"]) == 0
+    assert "| config |" not in capsys.readouterr().out  # nothing searched
+    with pytest.raises(SystemExit, match="not indexed"):
+        cmrc.main([*base, "--limit", "5", "--questions", str(questions)])
+
+
 @pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
 def test_locomo_files_and_evidence() -> None:
     """Every turn tag sits on the line recorded for it; odd evidence ids are normalised."""
@@ -150,3 +169,14 @@ def test_locomo_files_and_evidence() -> None:
     assert counter["skipped_malformed"] == 1
     assert counter["skipped_absent"] == 1
     assert locomo.parse_day("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08"
+
+
+def test_hooks_latency_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    """One run of each hook, the fake embedder, a tiny workspace: the report has every hook."""
+    module = load_script("hooks_latency")
+    assert module.main(["--runs", "1", "--embedder", "fake", "--notes", "2", "--turns", "2"]) == 0
+    rows = table_rows(capsys.readouterr().out, "| hook")
+    assert set(rows) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"}
+    assert "archived" in rows["SessionEnd"]["last run"]
+    for row in rows.values():
+        assert float(row["p50 s"]) > 0

@@ -73,6 +73,22 @@ def test_search_explain_text_output(runner: CliRunner, ws: Path) -> None:
     assert "explain" in data["results"][0]
 
 
+def test_search_several_queries_in_one_call(runner: CliRunner, ws: Path) -> None:
+    result = runner.invoke(
+        cli,
+        ["search", "helm", "rollout", "-q", "Redis 分布式锁", "--json", "--explain"],
+        catch_exceptions=False,
+    )
+    data = json.loads(result.output)
+    assert data["queries"] == ["helm rollout", "Redis 分布式锁"]
+    found_by = {r["explain"]["query"] for r in data["results"]}
+    assert found_by == {"helm rollout", "Redis 分布式锁"}  # each query has reserved places
+    paths = {r["path"] for r in data["results"]}
+    assert "skills/deploy/SKILL.md" in paths and "memory/2026-11-28.md" in paths
+    only_q = runner.invoke(cli, ["search", "-q", "helm rollout", "--json"])
+    assert json.loads(only_q.output)["queries"] == ["helm rollout"]
+
+
 def test_status_json_and_table(runner: CliRunner, ws: Path) -> None:
     runner.invoke(cli, ["index"], catch_exceptions=False)
     data = json.loads(runner.invoke(cli, ["status", "--json"], catch_exceptions=False).output)

@@ -17,12 +17,19 @@ from memdir.embeddings.base import l2_normalize
 from memdir.errors import ConfigError
 from memdir.index.base import KeywordQuery
 from memdir.index.manager import index_identity
-from memdir.index.sync import embedding_units, vector_key
+from memdir.index.sync import embedding_units, scoring_units, vector_key
+from memdir.markdown.chunking import text_hash
 from memdir.text import index_tokens, query_terms
 from tests.helpers import write
 from tests.index.conftest import Backend
 
 LINES = [f"- note {i}: the {w} service runs on port {6000 + i}" for i, w in enumerate("abcdefghij")]
+
+
+def _chunk_texts(mgr) -> list[str]:  # type: ignore[no-untyped-def]
+    store = mgr.store()
+    seqs, _ = store.all_vectors()
+    return [row.text for row in store.chunks_by_seq([int(s) for s in seqs]).values()]
 
 
 def _vectors(mgr, path: str) -> list[tuple[str, np.ndarray]]:  # type: ignore[no-untyped-def]
@@ -86,13 +93,52 @@ def test_editing_one_line_embeds_only_that_line(backend: Backend, workspace: Pat
 def test_chunk_pooling_embeds_the_chunk_text_whole(backend: Backend, workspace: Path) -> None:
     write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
-    chunking = ChunkingConfig(tokens=40, overlap=20, pooling="chunk")
+    chunking = ChunkingConfig(tokens=40, overlap=20, pooling="chunk", line_vectors=False)
     mgr = backend.manager(workspace, emb, chunking=chunking)
     mgr.sync()
     reference = FakeEmbedder()
     for text, vec in _vectors(mgr, "memory/notes.md"):
         assert np.allclose(vec, reference.embed_documents([text])[0], atol=1e-6)
     assert sum(emb.calls) == mgr.store().counts()["chunks"]
+
+
+def test_line_vectors_cache_each_distinct_line_beside_whole_chunk_vectors(
+    backend: Backend, workspace: Path
+) -> None:
+    write(workspace, "memory/notes.md", "\n".join(LINES + LINES[:2]) + "\n")  # 2 repeats
+    emb = FakeEmbedder()
+    on = ChunkingConfig(tokens=40, overlap=20, line_vectors=True)
+    mgr = backend.manager(workspace, emb, chunking=on)
+    mgr.sync()
+    texts = _chunk_texts(mgr)
+    units = {u for t in texts for u in scoring_units(t)}
+    assert set(LINES) <= units
+    assert sum(emb.calls) == len(set(texts)) + len(units)  # chunks whole, each line once
+    reference = FakeEmbedder()
+    for text, vec in _vectors(mgr, "memory/notes.md"):  # chunk vectors are still whole
+        assert np.allclose(vec, reference.embed_documents([text])[0], atol=1e-6)
+    keys = [text_hash(line) for line in LINES]
+    found = mgr.line_vectors([*keys, text_hash("a line that is nowhere")])
+    assert set(found) == set(keys)
+    for line, key in zip(LINES, keys, strict=True):
+        assert np.allclose(found[key], reference.embed_documents([line])[0], atol=1e-6)
+
+
+def test_turning_line_vectors_on_reindexes_without_reembedding_chunks(
+    backend: Backend, workspace: Path
+) -> None:
+    write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    emb = FakeEmbedder()
+    off = ChunkingConfig(tokens=40, overlap=20, line_vectors=False)
+    backend.manager(workspace, emb, chunking=off).sync()
+    first = sum(emb.calls)
+    on = ChunkingConfig(tokens=40, overlap=20, line_vectors=True)
+    mgr = backend.manager(workspace, emb, chunking=on)
+    assert not mgr.identity_matches()
+    mgr.sync()
+    units = {u for t in _chunk_texts(mgr) for u in scoring_units(t)}
+    assert sum(emb.calls) - first == len(units)
+    assert mgr.line_vectors([text_hash(LINES[3])])
 
 
 def test_pooled_vectors_come_back_from_the_cache_after_a_rebuild(
@@ -150,3 +196,20 @@ def test_vector_and_keyword_scores_of_chosen_chunks(backend: Backend, workspace:
     assert scores[a.seq] == pytest.approx(searched[a.seq]) and scores[a.seq] > 0
     assert scores[b.seq] == 0.0
     assert mgr.vector_scores(query, []) == {} and mgr.keyword_scores(keywords, {}) == {}
+
+
+def test_a_one_line_chunk_is_not_embedded_twice_for_its_line(
+    backend: Backend, workspace: Path
+) -> None:
+    long_line = " ".join(f"word{i}" for i in range(60))  # one line, several chunks' worth
+    write(workspace, "memory/long.md", long_line + "\n")
+    emb = FakeEmbedder()
+    on = ChunkingConfig(tokens=40, overlap=10, line_vectors=True)
+    mgr = backend.manager(workspace, emb, chunking=on)
+    mgr.sync()
+    texts = _chunk_texts(mgr)
+    pieces = [t for t in texts if t in long_line]
+    assert len(pieces) >= 2  # the long line was cut into pieces, each a one-line chunk
+    units = {u for t in texts for u in scoring_units(t)}
+    assert not units & set(pieces)  # a piece is scored with its chunk's own vector
+    assert sum(emb.calls) == len(set(texts)) + len(units)

@@ -27,6 +27,9 @@ SPECS = {s.name: s for s in memory_tools(SearchConfig(), private=True)}
         ("memory_search", {"query": "x", "min_score": 1.5}, "'min_score' must be at most 1"),
         ("memory_search", {"query": "x" * 4001}, "4,001 characters; the limit is 4000"),
         ("memory_search", {"query": "x", "k": 3}, "unknown argument(s) k; accepted: query"),
+        ("memory_search", {"query": "x", "queries": "y"}, "must be a list of strings, not str"),
+        ("memory_search", {"query": "x", "queries": ["y", 2]}, "'queries[1]' must be a string"),
+        ("memory_search", {"query": "x", "queries": ["q"] * 8}, "8 items; the limit is 7"),
         ("memory_get", {"path": "m.md", "from": 0}, "'from' must be 1 or more"),
         ("memory_write", {"text": "x", "section": "gossip"}, "unknown section 'gossip'"),
         ("memory_write", {"text": "x", "target": "elsewhere"}, "unknown target 'elsewhere'"),
@@ -44,6 +47,19 @@ def test_whole_numbers_and_numbers_are_normalised() -> None:
     args = checked_arguments(SPECS["memory_search"], {"query": "q", "min_score": 1})
     assert args["min_score"] == 1.0 and isinstance(args["min_score"], float)
     assert checked_arguments(SPECS["memory_get"], {"path": "p", "from": None}) == {"path": "p"}
+
+
+def test_search_with_several_queries(memory: Memory, workspace: Path) -> None:
+    write(workspace, "memory/redis.md", "redis listens on port 6379\n")
+    write(workspace, "memory/kafka.md", "kafka topic orders has 12 partitions\n")
+    reply = call_tool(
+        memory,
+        "memory_search",
+        {"query": "redis port", "queries": ["kafka partitions"], "min_score": 0.0},
+        via="test",
+    )
+    assert reply["queries"] == ["redis port", "kafka partitions"]
+    assert {"memory/redis.md", "memory/kafka.md"} <= {r["path"] for r in reply["results"]}
 
 
 def test_unknown_tool(memory: Memory) -> None:

@@ -52,7 +52,8 @@ def test_schemas_are_closed_objects_with_one_results_cap() -> None:
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert set(spec.required) <= set(spec.properties)
         for prop in spec.properties.values():
-            assert prop["type"] in {"string", "integer", "number"} and prop["description"]
+            assert prop["type"] in {"string", "integer", "number", "array"} and prop["description"]
+    assert specs[0].properties["queries"]["items"]["type"] == "string"
     assert specs[0].properties["max_results"]["maximum"] == MAX_RESULTS == 50
     assert [s.read_only for s in specs] == [True, True, False]
     assert specs[2].annotations() == {
@@ -64,7 +65,9 @@ def test_schemas_are_closed_objects_with_one_results_cap() -> None:
 
 def test_signature_for_the_text_protocol() -> None:
     search, get, write = memory_tools(SearchConfig(), private=True)
-    assert search.signature() == '{"query": str, "max_results"?: int, "min_score"?: number}'
+    assert search.signature() == (
+        '{"query": str, "queries"?: [str], "max_results"?: int, "min_score"?: number}'
+    )
     assert get.signature() == '{"path": str, "from"?: int, "lines"?: int}'
     assert write.signature().startswith('{"text": str, "target"?: "daily"|"memory", "section"?: ')
 

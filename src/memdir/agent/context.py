@@ -13,6 +13,9 @@ notes, auto-recall.
 - **Auto-recall** per user message: the top :data:`RECALL_LIMIT` search hits scoring at least
   :data:`RECALL_MIN_SCORE`, escaped inside ``<relevant-memories>`` and marked as untrusted
   historical data. Messages shorter than :data:`RECALL_MIN_CHARS` characters recall nothing.
+- **Another agent's session** (Claude Code, through its hooks): :func:`session_memory_context`
+  gives the same bootstrap files and daily notes within one character budget, and
+  :func:`recall_for` the same recall block with its own limits.
 
 Escaping (``&``, ``<``, ``>``) means recalled text cannot close its block or open a fake one.
 """
@@ -31,6 +34,8 @@ from memdir.tools import ToolSpec
 from memdir.workspace import MEMORY_DIR, MEMORY_FILE, Workspace
 
 BOOTSTRAP_FILES = ("AGENTS.md", "USER.md", MEMORY_FILE)
+#: What another agent's session starts with (its own instructions replace AGENTS.md).
+SESSION_FILES = ("USER.md", MEMORY_FILE)
 FILE_CHAR_CAP = 20_000
 TOTAL_CHAR_CAP = 150_000
 HEAD_SHARE = 0.7
@@ -79,14 +84,15 @@ def bootstrap_sections(
     private: bool,
     file_cap: int = FILE_CHAR_CAP,
     total_cap: int = TOTAL_CHAR_CAP,
+    names: Sequence[str] = BOOTSTRAP_FILES,
 ) -> list[tuple[str, str]]:
-    """``(file name, text)`` of the bootstrap files, in order, each within its caps.
+    """``(file name, text)`` of the bootstrap files (``names``), in order, each within its caps.
 
     Missing, empty or unreadable files are left out.
     """
     out: list[tuple[str, str]] = []
     remaining = total_cap
-    for name in BOOTSTRAP_FILES:
+    for name in names:
         if not private and name in PRIVATE_FILES:
             continue
         try:
@@ -156,8 +162,25 @@ class Recall:
     warning: str | None = None
 
 
-def recall_for(memory: Memory, message: str) -> Recall:
+def recall_for(
+    memory: Memory,
+    message: str,
+    *,
+    limit: int = RECALL_LIMIT,
+    min_score: float | None = RECALL_MIN_SCORE,
+    max_chars: int | None = None,
+) -> Recall:
     """Search memory for ``message`` and wrap the top hits in ``<relevant-memories>``.
+
+    Args:
+        memory: what to search.
+        message: the user's message (the first 2,000 characters are the query).
+        limit: most hits.
+        min_score: hits scoring lower are left out; None: the search's own threshold
+            (``[search] min_score`` for a calibrated score, ``raw_min_score`` otherwise;
+            :data:`RECALL_MIN_SCORE` in keyword-only mode, which has none).
+        max_chars: the whole block in at most this many characters (each snippet shortened
+            alike); None: snippets whole.
 
     A failed search gives an empty block with a warning; it never fails the turn.
     """
@@ -165,18 +188,73 @@ def recall_for(memory: Memory, message: str) -> Recall:
     if len(query) < RECALL_MIN_CHARS:
         return Recall("", ())
     try:
-        response = memory.search(query[:2000], max_results=RECALL_LIMIT, min_score=RECALL_MIN_SCORE)
+        response = memory.search(query[:2000], max_results=limit, min_score=min_score)
     except MemdirError as exc:
         return Recall("", (), warning=f"auto-recall skipped: {exc}")
-    hits = [h for h in response.results if h.score >= RECALL_MIN_SCORE][:RECALL_LIMIT]
+    floor = min_score if min_score is not None else response.min_score
+    if floor is None:
+        floor = RECALL_MIN_SCORE
+    hits = [h for h in response.results if h.score >= floor][:limit]
     if not hits:
         return Recall("", ())
-    lines = ["<relevant-memories>", _UNTRUSTED_NOTE]
-    for n, hit in enumerate(hits, start=1):
-        snippet = " ".join(hit.snippet.split())
-        lines.append(f"{n}. [{escape_untrusted(hit.citation)}] {escape_untrusted(snippet)}")
-    lines.append("</relevant-memories>")
+    head, tail = ["<relevant-memories>", _UNTRUSTED_NOTE], ["</relevant-memories>"]
+    items = [
+        (
+            f"{n}. [{escape_untrusted(hit.citation)}] ",
+            escape_untrusted(" ".join(hit.snippet.split())),
+        )
+        for n, hit in enumerate(hits, start=1)
+    ]
+    if max_chars is not None:
+        fixed = sum(len(line) + 1 for line in head + tail) + sum(len(p) + 1 for p, _ in items)
+        room = max(0, (max_chars - fixed) // len(items))
+        items = [(prefix, _shorten(text, room)) for prefix, text in items]
+    lines = [*head, *(prefix + text for prefix, text in items), *tail]
     return Recall("\n".join(lines), tuple(h.citation for h in hits))
+
+
+def _shorten(text: str, room: int) -> str:
+    """``text`` within ``room`` characters, cut at a word with ``…`` when it is longer."""
+    if len(text) <= room:
+        return text
+    cut = text[: max(0, room - 1)]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > room // 2 else cut) + "…"
+
+
+def session_memory_context(
+    workspace: Workspace, now: datetime, *, private: bool, max_chars: int
+) -> str:
+    """The memory another agent's session starts with, in at most ``max_chars`` characters:
+    USER.md and MEMORY.md (private sessions only; within the bootstrap caps), then today's and
+    yesterday's daily logs (within theirs, and at most half the budget), inside
+    ``<memdir-memory>``. "" when there is nothing to show."""
+    head = (
+        f"<memdir-memory>\nLong-term memory kept by memdir in {workspace.root} (MEMORY.md, "
+        "daily logs memory/YYYY-MM-DD.md). When the memdir MCP server is connected, "
+        "memory_search finds more and memory_write saves a fact.\n"
+    )
+    tail = "\n</memdir-memory>"
+    daily = daily_notes_block(workspace, now, total_cap=min(DAILY_TOTAL_CAP, max_chars // 2))
+    # What the wrappers cost: the block's own text, and per file a heading and blank lines.
+    room = max_chars - len(head) - len(tail) - len(daily) - 2 - 24 * len(SESSION_FILES)
+    # truncate_middle's marker can overshoot a small cap by its own length: keep a margin.
+    room -= 160
+    files = []
+    if room >= _MIN_USEFUL_CHARS:
+        files = bootstrap_sections(
+            workspace,
+            private=private,
+            names=SESSION_FILES,
+            file_cap=min(FILE_CHAR_CAP, room),
+            total_cap=room,
+        )
+    parts = [f"# {name}\n\n{text.strip()}" for name, text in files]
+    if daily:
+        parts.append(daily)
+    if not parts:
+        return ""
+    return head + "\n" + "\n\n".join(parts) + tail
 
 
 def with_recall(message: str, recall: Recall) -> str:

@@ -14,7 +14,15 @@ from pathlib import Path
 
 from memdir.audit.lock import workspace_lock
 from memdir.audit.records import AuditRecord
-from memdir.audit.seam import audited, git_trail, log_trail, pending_count, read_text, recover
+from memdir.audit.seam import (
+    audited,
+    git_trail,
+    git_worktree,
+    log_trail,
+    pending_count,
+    read_text,
+    recover,
+)
 from memdir.errors import WorkspaceError
 from memdir.workspace import Workspace
 
@@ -65,17 +73,16 @@ def _touches(record: AuditRecord, path: str | None) -> bool:
 
 def trail_status(workspace: Workspace) -> dict[str, object]:
     """Where records go (``git`` with the repository, or ``log`` with the file) and how many
-    operations wait in the journal."""
-    git = git_trail(workspace)
-    if git is not None:
-        try:
-            where: dict[str, object] = {
-                "kind": "git",
-                "repository": str(git.worktree),
-                "prefix": git.prefix,
-            }
-        finally:
-            git.close()
+    operations wait in the journal. Found from the folder names (:func:`git_worktree`), so
+    ``memdir status`` does not load dulwich."""
+    worktree = git_worktree(workspace)
+    if worktree is not None:
+        rel = workspace.root.relative_to(worktree).as_posix()
+        where: dict[str, object] = {
+            "kind": "git",
+            "repository": str(worktree),
+            "prefix": "" if rel == "." else rel + "/",
+        }
     else:
         where = {"kind": "log", "file": str(log_trail(workspace).path)}
     where["pending"] = pending_count(workspace)

@@ -31,11 +31,6 @@ def _depths() -> dict[str, int]:
     return depths
 
 
-def lock_held(state_dir: Path) -> bool:
-    """Whether this thread holds the write lock of the workspace whose state is ``state_dir``."""
-    return _depths().get(str(state_dir), 0) > 0
-
-
 @contextlib.contextmanager
 def workspace_lock(state_dir: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     """Hold the write lock of the workspace whose state folder is ``state_dir``.

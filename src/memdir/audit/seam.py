@@ -70,10 +70,6 @@ class Operation:
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def id(self) -> str:
-        return self.intent.id
-
-    @property
     def component(self) -> str:
         return self.intent.component
 
@@ -85,13 +81,6 @@ class Operation:
         """Record a file memdir changed from ``before`` to ``text`` before the operation began
         (``memdir init --git`` commits the templates it wrote this way)."""
         self.intent.files[rel] = (before, text)
-
-    def changed(self) -> bool:
-        return any(before != after for before, after in self.intent.files.values())
-
-    def added_lines(self) -> int:
-        """How many lines this operation added so far."""
-        return sum(len(changed_lines(b or "", a)[1]) for b, a in self.intent.files.values())
 
 
 @contextlib.contextmanager
@@ -172,17 +161,21 @@ def read_text(workspace: Workspace, rel: str) -> str | None:
 
 def git_trail(workspace: Workspace) -> GitTrail | None:
     """The git trail of the workspace, or None (no repository, or ``[audit] git = "off"``)."""
-    if getattr(workspace, "audit_git", "auto") == "off" or not _in_git_tree(workspace.root):
+    if git_worktree(workspace) is None:
         return None
     from memdir.audit.git import GitTrail  # dulwich loads only in a git workspace
 
     return GitTrail.discover(workspace.root, workspace.state_dir)
 
 
-def _in_git_tree(folder: Path) -> bool:
-    """Whether ``folder`` or a parent has a ``.git`` (folder or file): a cheap test before
-    dulwich is loaded to look properly."""
-    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
+def git_worktree(workspace: Workspace) -> Path | None:
+    """The nearest of the workspace folder and its parents that holds a ``.git`` (folder or
+    file), where :func:`git_trail` opens the repository; None without one or with ``[audit]
+    git = "off"``. A look at names only: dulwich is not loaded (``memdir status`` uses it)."""
+    if workspace.audit_git == "off":
+        return None
+    root = workspace.root
+    return next((p for p in (root, *root.parents) if (p / ".git").exists()), None)
 
 
 def log_trail(workspace: Workspace) -> JsonlTrail:

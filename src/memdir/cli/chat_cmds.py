@@ -18,8 +18,7 @@ from memdir.cli.common import stdout, styled
 from memdir.cli.main import cli
 from memdir.config import Config, memdir_home
 from memdir.errors import ConfigError, MemdirError
-from memdir.llm.base import LLM
-from memdir.llm.openai import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV
+from memdir.llm.base import API_KEY_ENV, BASE_URL_ENV, LLM, MODEL_ENV
 from memdir.llm.registry import chat_llm_choice, create_llm
 from memdir.memory import Memory
 

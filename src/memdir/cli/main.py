@@ -58,6 +58,8 @@ COMMAND_MODULES = {
     "dream": "memdir.cli.dream_cmds",
     "forget": "memdir.cli.forget_cmds",
     "get": "memdir.cli.search_cmds",
+    "hook": "memdir.cli.hook_cmds",
+    "hooks": "memdir.cli.hook_cmds",
     "index": "memdir.cli.index_cmds",
     "init": "memdir.cli.index_cmds",
     "log": "memdir.cli.log_cmds",
@@ -71,8 +73,16 @@ COMMAND_MODULES = {
 }
 
 
-class MemdirGroup(click.Group):
-    """A click group that loads each command's module on demand, accepts ``-w/--workspace``
+class CommandGroup(click.Group):
+    """A click group whose commands accept ``-w/--workspace`` after them too."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        _add_workspace_option(cmd)
+        super().add_command(cmd, name)
+
+
+class MemdirGroup(CommandGroup):
+    """The ``memdir`` group: loads each command's module on demand, accepts ``-w/--workspace``
     after each of its commands, and turns memdir errors into one clear line and exit 1."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -82,10 +92,6 @@ class MemdirGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
             importlib.import_module(COMMAND_MODULES[cmd_name])  # registers it on ``cli``
         return self.commands.get(cmd_name)
-
-    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
-        _add_workspace_option(cmd)
-        super().add_command(cmd, name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -11,7 +11,14 @@ from memdir.config import MAX_RESULTS
 
 
 @cli.command("search")
-@click.argument("query")
+@click.argument("query", nargs=-1)
+@click.option(
+    "-q",
+    "--query",
+    "more",
+    multiple=True,
+    help="Another query to search in the same call (repeatable); each gets reserved results.",
+)
 @click.option(
     "-n",
     "--max-results",
@@ -23,20 +30,29 @@ from memdir.config import MAX_RESULTS
 @click.option(
     "--explain",
     is_flag=True,
-    help="Show each score's parts (vector, text, coverage, fused, decay, MMR).",
+    help="Show each score's parts (vector, text, coverage, fused, decay, rerank, focus line, MMR).",
 )
 @click.pass_context
 def search_command(
     ctx: click.Context,
-    query: str,
+    query: tuple[str, ...],
+    more: tuple[str, ...],
     max_results: int | None,
     min_score: float | None,
     as_json: bool,
     explain: bool,
 ) -> None:
-    """Search memory (hybrid vector + keyword) and print the best snippets."""
+    """Search memory (hybrid vector + keyword, reranked) and print the best snippets.
+
+    Words given without quotes form one query; several queries (`memdir search "redis port"
+    -q "kafka topic"`) are searched in one call, each with reserved results.
+    """
+    queries = [" ".join(query)] if query else []
+    queries += list(more)
+    if not queries:
+        raise click.UsageError("give a query: memdir search WORDS… [-q ANOTHER]…")
     with open_memory(ctx) as mem:
-        response = mem.search(query, max_results=max_results, min_score=min_score)
+        response = mem.search(queries, max_results=max_results, min_score=min_score)
     if as_json:
         print_json(response.to_dict(explain=explain))
         return
@@ -57,8 +73,13 @@ def search_command(
     if explain:
         from rich.table import Table  # only here: a plain search starts without it
 
-        table = Table("mode", "legs", "terms")
-        table.add_row(response.mode, ", ".join(response.legs), " ".join(response.terms))
+        table = Table("mode", "legs", "terms", "queries")
+        table.add_row(
+            response.mode,
+            ", ".join(response.legs),
+            " ".join(response.terms),
+            " | ".join(response.queries),
+        )
         out.print(table)
 
 

@@ -215,7 +215,9 @@ class BackgroundEmbedder:
                     self._pending = 0
                 return self._idle_wait
             started = time.perf_counter()
-            vectors, cache_items = embed_chunks(index.store(), self._embedder, batch, self._pooling)
+            vectors, cache_items = embed_chunks(
+                index.store(), self._embedder, batch, self._pooling, index.chunking.line_vectors
+            )
             seconds = time.perf_counter() - started
             write_vectors(
                 index.store(),

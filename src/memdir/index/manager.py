@@ -52,6 +52,7 @@ from memdir.index.sync import (
     Progress,
     SyncReport,
     embed_chunks,
+    embed_missing_lines,
     embed_pending,
     scan_dirty,
     sync_files,
@@ -60,6 +61,11 @@ from memdir.index.sync import (
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
+
+#: Meta key set while line vectors of a rebuilt index may be missing (a full sync fills them).
+LINES_PENDING = "line_vectors_pending"
+#: Line vectors kept in memory between searches (384 floats each: ~30 MB at this size).
+LINE_VECTOR_MEMO = 20_000
 
 
 def index_identity(
@@ -82,6 +88,7 @@ def index_identity(
         "chunk_overlap": chunking.overlap,
         "chunker": CHUNKER_VERSION,
         "pooling": chunking.pooling,
+        "line_vectors": bool(embedder) and (chunking.line_vectors or chunking.pooling == "lines"),
     }
 
 
@@ -217,6 +224,8 @@ class IndexManager:
         self._counts: tuple[object, dict[str, int]] | None = None
         self._stats: tuple[object, CorpusStats] | None = None
         self._idf: tuple[object, dict[str, float]] | None = None
+        #: Line vectors read from the embedding cache, by text hash (bounded; see line_vectors).
+        self._lines: dict[str, Vectors] = {}
 
     @property
     def backend(self) -> str:
@@ -281,16 +290,39 @@ class IndexManager:
 
     def _sync(self, *, force: bool, progress: Progress | None, embed: bool) -> SyncReport:
         report = SyncReport()
+        rebuilt = False
         with self.write_lock():
             store = self.store()
             if force or not self.identity_matches():
                 self._rebuild(progress, report)
+                rebuilt = True
             else:
                 self._sync_files(store, report, progress)
-        if embed:
-            return self._embed(progress=progress, report=report)
-        report.pending_vectors = self.counts()["pending_vectors"]
+        if rebuilt and self.embedder is not None and self.identity["line_vectors"]:
+            with self.write_lock(), self.store().write():
+                self.store().meta_set(LINES_PENDING, "1")
+        if not embed:
+            report.pending_vectors = self.counts()["pending_vectors"]
+            return report
+        report = self._embed(progress=progress, report=report)
+        if self.read(lambda s: s.meta_get(LINES_PENDING)) == "1":
+            self._backfill_lines(report)
         return report
+
+    def _backfill_lines(self, report: SyncReport) -> None:
+        """Embed the lines of chunks whose vectors came from the cache in a rebuild (only in
+        a full sync: a search does not wait for it)."""
+        assert self.embedder is not None
+        done = embed_missing_lines(
+            self.store(),
+            self.embedder,
+            batch_tokens=self.settings.batch_tokens,
+            report=report,
+            lock=self.write_lock,
+        )
+        if done:
+            with self.write_lock(), self.store().write():
+                self.store().meta_set(LINES_PENDING, "0")
 
     def refresh(self) -> SyncReport | None:
         """Before a search: sync files whose (mtime, size) changed; None when nothing did.
@@ -325,6 +357,7 @@ class IndexManager:
             self.embedder,
             batch_tokens=self.settings.batch_tokens,
             pooling=self.chunking.pooling,
+            line_vectors=self.chunking.line_vectors,
             progress=progress,
             report=report,
             lock=self.write_lock,
@@ -354,7 +387,7 @@ class IndexManager:
             began = time.perf_counter()
             try:
                 vectors, cache_items = embed_chunks(
-                    self.store(), embedder, batch, self.chunking.pooling
+                    self.store(), embedder, batch, self.chunking.pooling, self.chunking.line_vectors
                 )
             except ProviderError:
                 break
@@ -433,6 +466,22 @@ class IndexManager:
         found = self.read(lambda store: store.vectors_by_seq(list(seqs)))
         q = np.asarray(query, dtype=np.float32)
         return {seq: float(vec @ q) for seq, vec in found.items() if vec.shape == q.shape}
+
+    def line_vectors(self, hashes: Sequence[str]) -> dict[str, Vectors]:
+        """The cached embeddings of these line texts, keyed by the
+        :func:`~memdir.markdown.chunking.text_hash` of the stripped line, for scoring the lines
+        inside a candidate. Lines without one are left out (an index built with
+        ``chunking.line_vectors`` off, or a line not embedded yet)."""
+        if self.embedder is None or not hashes:
+            return {}
+        missing = [h for h in dict.fromkeys(hashes) if h not in self._lines]
+        if missing:
+            ids = (self.embedder.provider, self.embedder.model_id, self.embedder.provider_key)
+            found = self.read(lambda store: store.cache_get(*ids, missing))
+            if len(self._lines) + len(found) > LINE_VECTOR_MEMO:
+                self._lines.clear()
+            self._lines.update(found)
+        return {h: self._lines[h] for h in hashes if h in self._lines}
 
     def keyword_scores(self, query: KeywordQuery, seqs: Sequence[int]) -> dict[int, float]:
         """The keyword leg's score (saturated memdir BM25) of chunks it did not return itself,

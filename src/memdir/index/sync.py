@@ -295,6 +295,7 @@ def embed_pending(
     *,
     batch_tokens: int,
     pooling: str = "chunk",
+    line_vectors: bool = False,
     limit: int | None = None,
     progress: Progress | None = None,
     report: SyncReport | None = None,
@@ -304,6 +305,8 @@ def embed_pending(
 
     Args:
         pooling: ``chunk`` embeds each chunk's text; ``lines`` averages its lines' embeddings.
+        line_vectors: with ``chunk`` pooling, also put each line's embedding in the cache
+            (search scores the lines of a candidate with them; ``lines`` pooling has them).
         limit: embed at most this many chunks (the rest stays pending).
         lock: a context-manager factory taken around each batch's write, so other
             processes can sync between batches.
@@ -317,7 +320,7 @@ def embed_pending(
         batch = pending[start:end]
         batch_started = time.perf_counter()
         try:
-            vectors, cache_items = embed_chunks(store, embedder, batch, pooling)
+            vectors, cache_items = embed_chunks(store, embedder, batch, pooling, line_vectors)
         except ProviderError as exc:
             report.warnings.append(f"embedding failed, keyword search only for now: {exc}")
             break
@@ -348,9 +351,11 @@ def embed_chunks(
     embedder: Embedder,
     batch: Sequence[tuple[int, str, str]],
     pooling: str = "chunk",
+    line_vectors: bool = False,
 ) -> tuple[Vectors, list[tuple[str, Vectors]]]:
     """Embed one batch of pending chunks ``(seq, hash, text)``: their vectors, and the
-    embedding-cache entries to write with them. Nothing is written here.
+    embedding-cache entries to write with them (with ``line_vectors``, also the embeddings of
+    their lines, see :func:`scoring_units`). Nothing is written here.
 
     Raises:
         ProviderError: the embedder failed or returned the wrong shape.
@@ -361,7 +366,12 @@ def embed_chunks(
     vectors = check_dims(
         embedder.embed_documents([text for _, _, text in batch]), len(batch), embedder.dims, who=who
     )
-    return vectors, [(h, v) for (_, h, _), v in zip(batch, vectors, strict=True)]
+    cache_items = [(h, v) for (_, h, _), v in zip(batch, vectors, strict=True)]
+    if line_vectors:
+        texts = [t for _, _, t in batch]
+        _, fresh = line_unit_vectors(store, embedder, texts, who, scoring_units)
+        cache_items += fresh
+    return vectors, cache_items
 
 
 def write_vectors(
@@ -399,6 +409,81 @@ def embed_rate(store: IndexBackend) -> tuple[float, float] | None:
         return None
 
 
+#: A line holding at least this share of its chunk's text is scored with the chunk's own
+#: vector: its embedding would be nearly the same (a piece of a long paragraph, a chunk with a
+#: heading and one line), so it is not embedded again.
+DOMINANT_LINE = 0.8
+
+
+def scoring_units(text: str) -> list[str]:
+    """The lines of a chunk that get their own embedding for line scoring: every
+    :func:`embedding_units` line shorter than :data:`DOMINANT_LINE` of the chunk."""
+    size = len(text.strip())
+    return [u for u in embedding_units(text) if len(u) < DOMINANT_LINE * size]
+
+
+def line_unit_vectors(
+    store: IndexBackend,
+    embedder: Embedder,
+    texts: Sequence[str],
+    who: str,
+    units: Callable[[str], list[str]] | None = None,
+) -> tuple[dict[str, Vectors], list[tuple[str, Vectors]]]:
+    """The embeddings of the lines of ``texts`` (``units(text)``, default
+    :func:`embedding_units`): those already in the cache and the ones embedded now (also
+    returned alone, to be written to the cache).
+
+    Raises:
+        ProviderError: the embedder failed or returned the wrong shape.
+    """
+    ids = (embedder.provider, embedder.model_id, embedder.provider_key)
+    split = units or embedding_units
+    wanted = {text_hash(u): u for text in texts for u in split(text)}
+    known = store.cache_get(*ids, list(wanted))
+    missing = [h for h in wanted if h not in known]
+    fresh: list[tuple[str, Vectors]] = []
+    if missing:
+        embedded = check_dims(
+            embedder.embed_documents([wanted[h] for h in missing]),
+            len(missing),
+            embedder.dims,
+            who=who,
+        )
+        fresh = list(zip(missing, embedded, strict=True))
+        known.update(fresh)
+    return known, fresh
+
+
+def embed_missing_lines(
+    store: IndexBackend,
+    embedder: Embedder,
+    *,
+    batch_tokens: int,
+    report: SyncReport,
+    lock: Callable[[], AbstractContextManager[object]] | None = None,
+) -> bool:
+    """Put the line embeddings of every stored chunk in the cache where they are missing:
+    after a rebuild whose chunk vectors all came from the cache (e.g. ``line_vectors`` just
+    turned on), no chunk is pending, yet its lines were never embedded. Returns False when
+    the embedder failed (a warning is added; the rest stays missing)."""
+    who = f"{embedder.provider}/{embedder.model_id}"
+    ids = (embedder.provider, embedder.model_id, embedder.provider_key)
+    seqs, _ = store.all_vectors()
+    rows = store.chunks_by_seq([int(s) for s in seqs])
+    wanted = {text_hash(u): u for row in rows.values() for u in scoring_units(row.text)}
+    known = store.cache_get(*ids, list(wanted))
+    missing = [u for h, u in wanted.items() if h not in known]
+    for start, end in token_batches(missing, batch_tokens):
+        try:
+            _, fresh = line_unit_vectors(store, embedder, missing[start:end], who)
+        except ProviderError as exc:
+            report.warnings.append(f"embedding lines failed (line scoring degraded): {exc}")
+            return False
+        with lock() if lock else contextlib.nullcontext():
+            store.cache_put(*ids, fresh)
+    return True
+
+
 def _pool_lines(
     store: IndexBackend,
     embedder: Embedder,
@@ -412,24 +497,11 @@ def _pool_lines(
     Raises:
         ProviderError: the embedder failed or returned the wrong shape.
     """
-    ids = (embedder.provider, embedder.model_id, embedder.provider_key)
-    units = [[(text_hash(u), u) for u in embedding_units(text)] for _, _, text in batch]
-    wanted = {h: u for chunk_units in units for h, u in chunk_units}
-    known = store.cache_get(*ids, list(wanted))
-    missing = [h for h in wanted if h not in known]
-    fresh: list[tuple[str, Vectors]] = []
-    if missing:
-        embedded = check_dims(
-            embedder.embed_documents([wanted[h] for h in missing]),
-            len(missing),
-            embedder.dims,
-            who=who,
-        )
-        fresh = list(zip(missing, embedded, strict=True))
-        known.update(fresh)
+    known, fresh = line_unit_vectors(store, embedder, [t for _, _, t in batch], who)
+    units = [[text_hash(u) for u in embedding_units(text)] for _, _, text in batch]
     vectors = l2_normalize(
         np.stack(
-            [np.mean([np.asarray(known[h], dtype=np.float32) for h, _ in u], axis=0) for u in units]
+            [np.mean([np.asarray(known[h], dtype=np.float32) for h in u], axis=0) for u in units]
         )
     )
     pooled = [(vector_key(h, pooling), v) for (_, h, _), v in zip(batch, vectors, strict=True)]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from datetime import datetime
 from memdir.audit import audited, write_text
 from memdir.audit.seam import plural
 from memdir.errors import MemdirError, WorkspaceError
-from memdir.llm.base import LLM, Message
+from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
 from memdir.privacy import describe_kinds
 from memdir.workspace import MEMORY_DIR, Workspace
@@ -89,37 +88,17 @@ def archive_messages(messages: Sequence[Message], limit: int = ARCHIVE_MESSAGES)
 
 
 def suggest_slug(llm: LLM, messages: Sequence[Message], *, timeout: float) -> str:
-    """Ask ``llm`` for a slug, waiting at most ``timeout`` seconds in all.
-
-    The call runs on a daemon thread so that a provider which retries past its own timeout
-    cannot hold ``/new`` up; its late answer is ignored.
+    """Ask ``llm`` for a slug, waiting at most ``timeout`` seconds in all (a provider that
+    retries past its own timeout cannot hold ``/new`` up).
 
     Raises:
         MemdirError: the provider failed or did not answer in time.
     """
     excerpt = "\n\n".join(f"{m.role}: {m.content}" for m in messages)[-SLUG_INPUT_CHARS:]
     request = [Message("user", f"<conversation>\n{excerpt}\n</conversation>")]
-    outcome: dict[str, str | BaseException] = {}
-
-    def call() -> None:
-        try:
-            outcome["reply"] = llm.complete(
-                request, system=load_prompt("archive_slug"), max_tokens=16, timeout=timeout
-            )
-        except BaseException as exc:  # handed to the waiting thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=call, name="memdir-archive-slug", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise MemdirError(f"no slug within {timeout:g} s")
-    error = outcome.get("error")
-    if isinstance(error, BaseException):
-        if isinstance(error, MemdirError):
-            raise error
-        raise MemdirError(f"slug request failed: {type(error).__name__}: {error}") from error
-    return str(outcome.get("reply", ""))
+    return complete_within(
+        llm, request, system=load_prompt("archive_slug"), max_tokens=16, timeout=timeout
+    )
 
 
 def archive_session(

@@ -23,7 +23,7 @@ from memdir.audit.seam import from_session, plural
 from memdir.errors import MemdirError
 from memdir.lifecycle.compact import compaction_budget
 from memdir.lifecycle.write import WriteResult, write_memory
-from memdir.llm.base import LLM, Message
+from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
 from memdir.workspace import MEMORY_DIR, Workspace
 
@@ -124,6 +124,7 @@ def run_memory_flush(
     system: str | None = None,
     max_tokens: int | None = None,
     session: str | None = None,
+    timeout: float | None = None,
 ) -> FlushResult:
     """Run the silent flush turn over ``messages`` and append its lines to today's log.
 
@@ -136,6 +137,8 @@ def run_memory_flush(
         max_tokens: the reply limit (None: the provider's setting).
         session: the chat session's id, for the audit record (``flush: 3 facts from session
             7f3c…``).
+        timeout: seconds the model may take in all, retries included (None: the provider's
+            own timeout and retries).
 
     Returns:
         What was written; a provider failure gives ``ok=False`` (nothing written, no raise).
@@ -145,7 +148,12 @@ def run_memory_flush(
     prompt = load_prompt("flush").replace("{{daily_log}}", daily_log).replace("{{date}}", day)
     request = [*messages, Message("user", prompt)]
     try:
-        reply = llm.complete(request, system=system, max_tokens=max_tokens)
+        if timeout is None:
+            reply = llm.complete(request, system=system, max_tokens=max_tokens)
+        else:
+            reply = complete_within(
+                llm, request, system=system, max_tokens=max_tokens, timeout=timeout
+            )
     except MemdirError as exc:
         return FlushResult(False, error=f"memory flush failed: {exc}")
     lines = parse_flush_reply(reply)

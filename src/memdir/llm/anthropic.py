@@ -30,12 +30,11 @@ from memdir.llm.anthropic_wire import (
     reply_from_blocks,
     to_anthropic_messages,
 )
-from memdir.llm.base import Message
+from memdir.llm.base import MODEL_ENV, Message
 from memdir.llm.chat import ChatEvent, ChatReply, ReplyDone, ToolDefinition, check_tools_refusal
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-MODEL_ENV = "MEMDIR_LLM_MODEL"
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 AUTH_TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"

@@ -29,6 +29,13 @@ from memdir.text import estimate_tokens
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: frozenset[str] = frozenset(get_args(Role))
 
+#: The environment's chat endpoint (OpenAI-compatible), its model and key: read by the
+#: ``openai`` provider, by ``anthropic`` for the model, and by
+#: :func:`memdir.llm.registry.chat_llm_choice` (which must not load an HTTP client to read them).
+BASE_URL_ENV = "MEMDIR_LLM_BASE_URL"
+MODEL_ENV = "MEMDIR_LLM_MODEL"
+API_KEY_ENV = "MEMDIR_LLM_API_KEY"
+
 #: Tokens each message costs beyond its text (role and separators in the chat format).
 MESSAGE_OVERHEAD = 4
 #: Tokens every request costs once (the priming of the reply).
@@ -131,6 +138,37 @@ class LLM(Protocol):
             ProviderResponseError: the provider failed or answered something unusable.
         """
         ...
+
+
+def complete_within(
+    llm: LLM,
+    messages: Sequence[Message],
+    *,
+    timeout: float,
+    system: str | None = None,
+    max_tokens: int | None = None,
+) -> str:
+    """``llm.complete(...)`` that answers within ``timeout`` seconds in all.
+
+    The provider gets the same per-request timeout, and the call runs on a daemon thread, so
+    that a provider which retries past its own timeout cannot hold the caller up (its late
+    answer is dropped). For calls that must not block: an archive's slug, a Claude Code hook.
+
+    Raises:
+        MemdirError: the provider failed, or did not answer in time.
+    """
+    from memdir.deadline import run_with_timeout
+    from memdir.errors import MemdirError
+
+    def call() -> str:
+        try:
+            return llm.complete(messages, system=system, max_tokens=max_tokens, timeout=timeout)
+        except MemdirError:
+            raise
+        except Exception as exc:  # a provider bug: reported like a provider failure
+            raise MemdirError(f"{llm.name} failed: {type(exc).__name__}: {exc}") from exc
+
+    return run_with_timeout(call, timeout, f"the {llm.name} model")
 
 
 # --- token counting ------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from memdir.http import (
     open_stream,
     post_json,
 )
-from memdir.llm.base import Message
+from memdir.llm.base import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV, Message
 from memdir.llm.chat import (
     ChatEvent,
     ChatReply,
@@ -62,9 +62,6 @@ from memdir.llm.openai_wire import (
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-BASE_URL_ENV = "MEMDIR_LLM_BASE_URL"
-MODEL_ENV = "MEMDIR_LLM_MODEL"
-API_KEY_ENV = "MEMDIR_LLM_API_KEY"
 OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
 

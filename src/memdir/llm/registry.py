@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from memdir.config import Config, LLMConfig, register_choice, resolve_api_key
-from memdir.llm.base import LLM
+from memdir.llm.base import API_KEY_ENV, BASE_URL_ENV, LLM, MODEL_ENV
 from memdir.registry import ProviderRegistry
 
 Factory = Callable[[LLMConfig], LLM | None]
@@ -73,8 +73,6 @@ def chat_llm_choice(config: Config) -> LLMChoice:
     ``MEMDIR_LLM_API_KEY`` (model from ``MEMDIR_LLM_MODEL``). ``memdir status`` and the chat
     banner show the choice and its source, so an environment variable never switches the
     provider unseen."""
-    from memdir.llm.openai import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV
-
     settings = config.llm
     origin = config.origin("llm.provider")
     source = "default" if origin == "default" else f"llm.provider in {origin}"

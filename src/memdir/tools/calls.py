@@ -104,6 +104,14 @@ def _checked_value(name: str, given: Any, schema: Mapping[str, Any]) -> Any:
         if not isinstance(given, bool):
             raise MemdirError(f"{name!r} must be true or false, not {type(given).__name__}")
         return given
+    if kind == "array":  # a list of strings (memory_search's queries)
+        if not isinstance(given, list):
+            raise MemdirError(f"{name!r} must be a list of strings, not {type(given).__name__}")
+        if "maxItems" in schema and len(given) > schema["maxItems"]:
+            raise MemdirError(f"{name!r} has {len(given)} items; the limit is {schema['maxItems']}")
+        return [
+            _checked_value(f"{name}[{i}]", item, schema["items"]) for i, item in enumerate(given)
+        ]
     if kind == "integer" and isinstance(given, float) and given.is_integer():
         given = int(given)
     accepted, label = _KINDS[kind]
@@ -130,7 +138,9 @@ def _checked_value(name: str, given: Any, schema: Mapping[str, Any]) -> Any:
 
 def _search(memory: Memory, args: Mapping[str, Any], via: str) -> dict[str, Any]:
     response = memory.search(
-        args["query"], max_results=args.get("max_results"), min_score=args.get("min_score")
+        [args["query"], *args.get("queries", [])],
+        max_results=args.get("max_results"),
+        min_score=args.get("min_score"),
     )
     return response.to_dict()
 

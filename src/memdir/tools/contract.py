@@ -22,7 +22,7 @@ from typing import Any
 
 from memdir.config import MAX_RESULTS, SearchConfig
 from memdir.lifecycle.write import MAX_TEXT_CHARS, SECTIONS, TARGETS
-from memdir.memory import MAX_QUERY_CHARS
+from memdir.memory import MAX_QUERIES, MAX_QUERY_CHARS
 
 TOOL_NAMES = ("memory_search", "memory_get", "memory_write")
 #: The destructive tool, offered only when asked for (the MCP server, in a private session).
@@ -158,13 +158,20 @@ class ToolSpec:
         }
 
 
-_TYPE_WORDS = {"string": "str", "integer": "int", "number": "number", "boolean": "bool"}
+_TYPE_WORDS = {
+    "string": "str",
+    "integer": "int",
+    "number": "number",
+    "boolean": "bool",
+    "array": "[str]",
+}
 
 
 def memory_tools(
     search: SearchConfig, *, private: bool, forget: bool = False, calibrated: bool = True
 ) -> tuple[ToolSpec, ...]:
-    """The three memory tools for an agent with these ``[search]`` settings.
+    """The memory tools for an agent with these ``[search]`` settings: search, get and write,
+    and ``memory_forget`` when asked for.
 
     Args:
         search: the effective search settings (their defaults are stated in the descriptions).
@@ -182,6 +189,13 @@ def memory_tools(
     default_results = search.max_results
     search_args = {
         "query": _arg("string", "Keywords or a short question.", maxLength=MAX_QUERY_CHARS),
+        "queries": _arg(
+            "array",
+            "More queries searched in the same call, e.g. each of two things a question asks "
+            "about; every query gets some of the results.",
+            items={"type": "string", "maxLength": MAX_QUERY_CHARS},
+            maxItems=MAX_QUERIES - 1,
+        ),
         "max_results": _arg(
             "integer",
             f"Most snippets to return (default {default_results}).",

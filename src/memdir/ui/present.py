@@ -24,6 +24,8 @@ SCORE_PARTS: dict[str, str] = {
     "age_days": "age",
     "mmr_rank": "MMR rank",
     "rerank": "rerank",
+    "focus_line": "best line",
+    "query": "found by",
 }
 
 
@@ -60,6 +62,8 @@ def score_parts(explain: Mapping[str, Any]) -> list[dict[str, Any]]:
             text = "—" if value is None else f"{value:g} days"
         elif key == "mmr_rank":
             text = "—" if value is None else f"#{value}"
+        elif key == "focus_line":
+            text = "—" if value is None else f"L{value}"
         elif isinstance(value, bool) or value is None:
             text = "—" if value is None else str(value).lower()
         elif isinstance(value, int | float):

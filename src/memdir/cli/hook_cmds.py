@@ -1,0 +1,110 @@
+"""``memdir hooks install|uninstall claude-code`` and ``memdir hook <event>`` (Claude Code)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from memdir.cli.common import stdout
+from memdir.cli.main import CommandGroup, cli
+from memdir.hooks.claude_code import (
+    EVENT_COMMANDS,
+    EVENTS,
+    install_hooks,
+    settings_path,
+    uninstall_hooks,
+)
+from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
+from memdir.memory import Memory
+
+AGENTS = ("claude-code",)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@cli.group("hooks", cls=CommandGroup)
+def hooks_group() -> None:
+    """Put memdir's memory lifecycle into an agent's hooks (Claude Code).
+
+    At session start the agent gets MEMORY.md and the recent daily logs; before each prompt,
+    the memories relevant to it; before a compaction, a memory flush to today's log; at the
+    end, an archive of the session. See `memdir hook`.
+    """
+
+
+def _settings_option(command: F) -> F:
+    command = click.option(
+        "--scope",
+        type=click.Choice(["project", "user"]),
+        default="project",
+        show_default=True,
+        help="project: ./.claude/settings.json; user: ~/.claude/settings.json (every project).",
+    )(command)
+    return click.option(
+        "--settings",
+        "settings_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The Claude Code settings file to change (instead of --scope's).",
+    )(command)
+
+
+@hooks_group.command("install")
+@click.argument("agent", type=click.Choice(AGENTS))
+@_settings_option
+@click.pass_context
+def install_command(ctx: click.Context, agent: str, settings_file: Path | None, scope: str) -> None:
+    """Add memdir's hooks for the workspace to Claude Code's settings.
+
+    The entries run this memdir (by its absolute path) with the workspace's absolute path.
+    The rest of the file is kept; installing again replaces memdir's entries.
+    """
+    path = settings_file or settings_path(scope, Path.cwd())
+    with Memory(ctx.obj) as memory:  # the workspace must exist: its config sets the timeouts
+        root = memory.workspace.root
+        change = install_hooks(path, root, config=memory.config.hooks)
+    out = stdout()
+    verb = "updated" if change.changed else "already up to date:"
+    out.print(f"{verb} {path}", markup=False)
+    for event in EVENTS:
+        out.print(f"  {event.name}: memdir hook {event.command} ({event.does})", markup=False)
+    out.print(f"workspace: {root}", markup=False)
+    if change.changed:
+        out.print("Claude Code reads hooks at start: restart running sessions", markup=False)
+
+
+@hooks_group.command("uninstall")
+@click.argument("agent", type=click.Choice(AGENTS))
+@_settings_option
+def uninstall_command(agent: str, settings_file: Path | None, scope: str) -> None:
+    """Remove memdir's hook entries (and only them) from Claude Code's settings."""
+    path = settings_file or settings_path(scope, Path.cwd())
+    change = uninstall_hooks(path)
+    out = stdout()
+    if not change.removed:
+        out.print(f"no memdir hooks in {path}", markup=False)
+        return
+    out.print(f"removed {len(change.removed)} memdir hook(s) from {path}", markup=False)
+
+
+@cli.command("hook")
+@click.argument("event", type=click.Choice(EVENT_COMMANDS))
+@click.pass_context
+def hook_command(ctx: click.Context, event: str) -> None:
+    """Run one Claude Code hook: read its JSON on stdin, answer on stdout.
+
+    `memdir hooks install claude-code` writes these commands into Claude Code's settings;
+    Claude Code runs them. session-start adds MEMORY.md and the recent daily logs to the
+    context, user-prompt-submit the memories relevant to the prompt, pre-compact flushes
+    durable facts to today's log, session-end archives the session. Problems are printed on
+    stderr and the exit code is always 0: a hook never stops Claude Code.
+    """
+    raw = sys.stdin.buffer.read(MAX_INPUT_BYTES).decode("utf-8", errors="replace")
+    reply = run_hook(event, raw, Path(ctx.obj))
+    text = reply.stdout()
+    if text:
+        click.echo(text)
+    for note in reply.notes:
+        click.echo(f"memdir hook {event}: {note}", err=True)

@@ -1,0 +1,114 @@
+"""Listing the Markdown files of a folder the way the path policy wants it
+(docs/design.md#path-safety): no symlink followed, FIFOs, sockets and devices and names that are
+not UTF-8 skipped with a reason, iterative and depth-bounded. :meth:`memdir.workspace.Workspace.
+iter_files` uses it for MEMORY.md, ``memory/``, ``skills/`` and the extra paths.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+
+from memdir.fileio import describe_mode
+
+#: ``(path as shown, why it was skipped)`` of an entry the walk could not index.
+Skipped = tuple[str, str]
+
+#: Folders below ``memory/``, ``skills/`` or an extra path deeper than this are not entered
+#: (a tree of ~950 nested folders used to exhaust Python's recursion).
+MAX_FOLDER_DEPTH = 64
+
+
+def ignore_skipped(_: Skipped) -> None:
+    """A ``skip`` callback that drops what it is told."""
+    return None
+
+
+def _shown_name(name: str) -> str | None:
+    """``name`` when it is valid UTF-8 (it came from ``os.scandir``), else None."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return name
+
+
+def _printable(path: str) -> str:
+    """A path with undecodable bytes shown as ``\\xNN`` (for a warning)."""
+    return os.fsencode(path).decode("utf-8", errors="backslashreplace")
+
+
+def regular_md_stat(
+    path: str, shown: str, skip: Callable[[Skipped], None]
+) -> os.stat_result | None:
+    """The ``lstat`` of ``path`` when it is a regular ``.md`` file (not a symlink), else None
+    (reporting a symlink or a special file to ``skip``)."""
+    if not path.lower().endswith(".md"):
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode):
+        return st
+    if not stat.S_ISDIR(st.st_mode):
+        skip((shown, f"{describe_mode(st.st_mode)}: not indexed"))
+    return None
+
+
+def walk_markdown(
+    folder: str, rel: str, skip: Callable[[Skipped], None]
+) -> Iterator[tuple[str, str, os.stat_result]]:
+    """``(absolute path, posix path relative to the workspace, lstat)`` of the Markdown files
+    under ``folder``, sorted, depth first, skipping symlinks and hidden folders.
+
+    Iterative, so no nesting exhausts the stack; :data:`MAX_FOLDER_DEPTH` bounds it anyway.
+    """
+    if os.path.islink(folder):
+        return
+    stack: list[tuple[str, str, int]] = [(folder, rel, 0)]
+    while stack:
+        path, prefix, depth = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            skip((prefix or path, f"folder cannot be read ({exc.strerror}): not indexed"))
+            continue
+        subfolders: list[tuple[str, str, int]] = []
+        for entry in entries:
+            name = _shown_name(entry.name)
+            shown = f"{prefix}/{name}" if prefix else (name or "")
+            try:
+                is_link = entry.is_symlink()
+                is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir and entry.name.startswith("."):
+                continue
+            if not is_dir and not entry.name.lower().endswith(".md"):
+                continue
+            if name is None:
+                bad = _printable(entry.path)
+                skip((bad, "name is not valid UTF-8: not indexed (rename it)"))
+                continue
+            if is_link:
+                skip((shown, "a symlink: not followed, not indexed"))
+            elif is_dir:
+                if depth + 1 > MAX_FOLDER_DEPTH:
+                    skip((shown, f"nested deeper than {MAX_FOLDER_DEPTH} folders: not indexed"))
+                else:
+                    subfolders.append((entry.path, shown, depth + 1))
+            else:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    yield entry.path, shown, st
+                else:
+                    skip((shown, f"{describe_mode(st.st_mode)}: not indexed"))
+        stack.extend(reversed(subfolders))

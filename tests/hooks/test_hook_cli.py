@@ -1,0 +1,126 @@
+"""The hook commands end to end, the way Claude Code runs them.
+
+``memdir hooks install`` writes the settings; each installed command string then runs in a
+shell with Claude Code's JSON on stdin, in a fresh process, against a real OpenAI-compatible
+server on 127.0.0.1 for the memory flush and the archive slug.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memdir import init_workspace
+from memdir.cli import cli
+from tests.helpers import write
+from tests.hooks.conftest import HookInput, write_llm_config
+from tests.http_server import PROVIDER_ENV, run_server
+from tests.llm.conftest import ChatServer, openai_reply
+
+TODAY = "2026-12-02"
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with run_server(ChatServer()) as app:
+        yield app
+
+
+@pytest.fixture
+def ws(tmp_path: Path, isolated_env: Path, server: ChatServer) -> Path:
+    write_llm_config(isolated_env, server.url)
+    root, _ = init_workspace(tmp_path / "notes", "en")
+    write(root, "MEMORY.md", "# Memory\n\n## Project facts\n- Staging listens on port 5433.\n")
+    return root
+
+
+def hook_env(isolated_env: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
+    env.update(
+        MEMDIR_HOME=str(isolated_env),
+        MEMDIR_NOW=f"{TODAY}T10:00:00",
+        MEMDIR_TEST_LLM_KEY="sk-test",
+    )
+    return env
+
+
+def test_install_then_run_each_installed_command_as_claude_code_does(
+    ws: Path, tmp_path: Path, isolated_env: Path, server: ChatServer, hook_input: HookInput
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = hook_env(isolated_env)
+    install = [sys.executable, "-m", "memdir", "hooks", "install", "claude-code", "-w", str(ws)]
+    done = subprocess.run(install, cwd=project, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    commands = {e: g[0]["hooks"][0]["command"] for e, g in settings["hooks"].items()}
+    assert set(commands) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"}
+    server.enqueue(200, openai_reply("- Deploys happen on Fridays."))
+    server.enqueue(200, openai_reply("staging-port"))
+
+    def run(event: str, **fields: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            ["bash", "-c", commands[event]],
+            input=hook_input(event, **fields),
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    start = json.loads(run("SessionStart").stdout)
+    assert "Staging listens on port 5433." in start["hookSpecificOutput"]["additionalContext"]
+    prompt = run("UserPromptSubmit", prompt="which port does staging listen on")
+    recalled = json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "MEMORY.md#L" in recalled and "5433" in recalled
+    flushed = run("PreCompact")
+    assert json.loads(flushed.stdout) == {
+        "systemMessage": f"memdir: memory flush saved 1 line(s) to memory/{TODAY}.md"
+    }
+    assert "- Deploys happen on Fridays." in (ws / "memory" / f"{TODAY}.md").read_text()
+    flush_request = server.requests[0].json
+    assert "Please check the port for staging" in json.dumps(flush_request)
+    ended = run("SessionEnd", reason="prompt_input_exit")
+    assert ended.stdout == "" and "archived 7 messages" in ended.stderr
+    assert (ws / "memory" / f"{TODAY}-staging-port.md").is_file()
+    assert len(server.requests) == 2
+
+
+def test_a_hook_exits_0_and_says_why_on_stderr(tmp_path: Path, isolated_env: Path) -> None:
+    env = hook_env(isolated_env)
+    argv = [sys.executable, "-m", "memdir", "hook", "session-start", "-w", str(tmp_path / "no")]
+    done = subprocess.run(argv, input="{broken", env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr.startswith("memdir hook session-start: the hook input is not JSON")
+
+
+def test_cli_install_and_uninstall(ws: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    settings = tmp_path / "custom" / "settings.json"
+    args = ["hooks", "install", "claude-code", "--settings", str(settings), "-w", str(ws)]
+    first = runner.invoke(cli, args, catch_exceptions=False)
+    assert first.exit_code == 0 and first.output.startswith(f"updated {settings}")
+    assert "PreCompact: memdir hook pre-compact" in first.output
+    again = runner.invoke(cli, args, catch_exceptions=False)
+    assert again.output.startswith("already up to date:")
+    gone = runner.invoke(
+        cli,
+        ["hooks", "uninstall", "claude-code", "--settings", str(settings)],
+        catch_exceptions=False,
+    )
+    assert gone.exit_code == 0 and "removed 4 memdir hook(s)" in gone.output
+    assert json.loads(settings.read_text()) == {}
+    bad = runner.invoke(cli, ["hooks", "install", "claude-code", "-w", str(tmp_path / "nope")])
+    assert bad.exit_code == 1 and "memdir init" in bad.output
+    assert runner.invoke(cli, ["hooks", "install", "cursor"]).exit_code == 2
