@@ -3,6 +3,9 @@ both legs for every candidate (``search.score_both_legs``)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -182,3 +185,23 @@ def test_focus_picks_the_unshown_run_that_holds_it() -> None:
     second.focus_line = 8
     out = place_results([first, second], 6, {}, 750, None)
     assert [(r.start_line, r.end_line) for r in out] == [(4, 6), (7, 9)]  # not the longer 1-3
+
+
+def test_snippet_window_does_not_depend_on_the_hash_seed() -> None:
+    # "postgres" alone weighs 0.6; "redis kafka nginx" weighs 0.1 + 0.2 + 0.3, which is
+    # 0.6000000000000001 or 0.6 depending on the order of the addition: the window chosen must
+    # not change with PYTHONHASHSEED (set iteration order).
+    script = (
+        "from memdir.results import make_snippet\n"
+        "text = 'postgres\\n' + 'x' * 30 + '\\nredis kafka nginx'\n"
+        "w = {'postgr': 0.6, 'redi': 0.1, 'kafka': 0.2, 'nginx': 0.3}\n"
+        "print(repr(make_snippet(text, w, 25)))\n"
+    )
+    seen = set()
+    for seed in range(5):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        seen.add(done.stdout)
+    assert len(seen) == 1, seen

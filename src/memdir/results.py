@@ -70,8 +70,11 @@ def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
         return text
     lines = text.split("\n")
     segment = needs_segmentation(weights)
+    # Each line's distinct terms in first-seen order: a sum over a set would add the floats in
+    # an order that depends on PYTHONHASHSEED, and a tie between windows would go either way.
     line_weights = [
-        sum(weights.get(t, 0.0) for t in set(chunk_tokens(line, segment))) for line in lines
+        sum(weights.get(t, 0.0) for t in dict.fromkeys(chunk_tokens(line, segment)))
+        for line in lines
     ]
     best_start, best_weight = 0, -1.0
     for start in range(len(lines)):
