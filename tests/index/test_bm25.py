@@ -88,3 +88,30 @@ def test_keyword_scores_are_meaningful_in_a_two_note_workspace(
         hit = mem.search("bluebird").results[0]
     assert hit.path == "memory/a.md"
     assert hit.explain["text"] > 0.3  # FTS5's bm25 gave ~1e-6 here
+
+
+def test_term_weights_multiply_the_idf_and_can_turn_the_ranking(
+    backend: Backend, workspace: Path
+) -> None:
+    (workspace / "MEMORY.md").unlink()
+    write(workspace, "memory/a.md", "kafka broker restart\n")
+    write(workspace, "memory/b.md", "postgres vacuum schedule\n")
+    mgr = backend.manager(workspace)
+    mgr.sync()
+    store = mgr.store()
+    stats = corpus_stats(store)
+    terms = query_terms("kafka postgres")
+    postgres = terms[1]
+    idf = lucene_idf(2, 1)
+    plain = bm25_search(store, KeywordQuery(tuple(terms)), 5, stats)
+    assert plain[0][1] == pytest.approx(plain[1][1])  # one term each, same IDF: a tie
+    weighted = KeywordQuery.build(terms, weights={postgres: 3.0})
+    assert weighted is not None
+    hits = bm25_search(store, weighted, 5, stats)
+    expected = bm25_term(1, 3, stats.avg_length, 3.0 * idf)
+    assert hits[0][1] == pytest.approx(expected)
+    assert store.chunks_by_seq([hits[0][0]])[hits[0][0]].path == "memory/b.md"
+    # The manager's keyword leg and its scoring of chosen chunks weigh alike.
+    leg = dict(mgr.keyword_search(weighted, 5))
+    assert leg == mgr.keyword_scores(weighted, list(leg))
+    assert leg[hits[0][0]] > leg[hits[1][0]]

@@ -26,6 +26,7 @@ so raw user text never reaches a query language. Scoring is memdir's BM25
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -100,19 +101,39 @@ class KeywordQuery:
     terms: tuple[str, ...]
     #: One of :data:`KEYWORD_MODES`.
     mode: str = "or"
+    #: One weight per term (> 0), multiplying its IDF in BM25; empty: every term weighs 1.
+    weights: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in KEYWORD_MODES:
             raise ValueError(f"keyword mode must be one of {', '.join(KEYWORD_MODES)}")
         if not self.terms:
             raise ValueError("a keyword query needs at least one term")
+        if self.weights and len(self.weights) != len(self.terms):
+            raise ValueError(f"{len(self.weights)} weights for {len(self.terms)} terms")
+        if not all(math.isfinite(w) and w > 0 for w in self.weights):
+            raise ValueError("a term weight must be a positive number")
 
     @classmethod
-    def build(cls, terms: Iterable[str], mode: str = "or") -> KeywordQuery | None:
-        """The query for ``terms`` (blank ones dropped, duplicates once); None when none is
-        left, so there is nothing to search."""
+    def build(
+        cls, terms: Iterable[str], mode: str = "or", weights: Mapping[str, float] | None = None
+    ) -> KeywordQuery | None:
+        """The query for ``terms`` (blank ones dropped, duplicates once), each weighted by
+        ``weights`` (a term not in it weighs 1); None when no term is left, so there is
+        nothing to search."""
         kept = tuple(dict.fromkeys(t for t in terms if t.strip()))
-        return cls(kept, mode) if kept else None
+        if not kept:
+            return None
+        given = weights or {}
+        return cls(kept, mode, tuple(float(given.get(t, 1.0)) for t in kept) if given else ())
+
+    def weighted(self, idf: Mapping[str, float]) -> dict[str, float]:
+        """``idf`` (term → IDF) with each of this query's terms multiplied by its weight: what
+        memdir's BM25 scores with (:mod:`memdir.index.bm25`)."""
+        if not self.weights:
+            return dict(idf)
+        factor = dict(zip(self.terms, self.weights, strict=True))
+        return {t: w * factor.get(t, 1.0) for t, w in idf.items()}
 
 
 class IndexBackend(Protocol):
@@ -215,7 +236,8 @@ class IndexBackend(Protocol):
         promising first (the engine's cheap pre-ranking; memdir re-scores them with BM25).
 
         Args:
-            idf: memdir's IDF of each query term, for engines that pre-rank with it.
+            idf: memdir's IDF of each query term times its weight, for engines that
+                pre-rank with it.
         """
         ...
 

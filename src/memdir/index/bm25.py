@@ -77,11 +77,12 @@ def bm25_search(
     idf: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float]]:
     """``(seq, bm25)`` of the best ``limit`` chunks for ``query`` (``idf``: :func:`term_idf`
-    of its terms, when the caller has it already)."""
+    of its terms times their weights, :meth:`KeywordQuery.weighted`, when the caller has it
+    already)."""
     if limit <= 0:
         return []
     if idf is None:
-        idf = term_idf(store, query.terms, stats)
+        idf = query.weighted(term_idf(store, query.terms, stats))
     rows = store.keyword_candidates(query, idf, limit * PREFETCH, stats)
     scored = [(seq, bm25_document(tokens.split(), idf, stats)) for seq, tokens in rows]
     scored.sort(key=lambda item: (-item[1], item[0]))

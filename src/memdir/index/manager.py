@@ -452,7 +452,7 @@ class IndexManager:
             hits = self.read(lambda s: _own_ranking(s).own_keyword_ranking(query, k))
             return [(seq, bm25_to_score(-rank)) for seq, rank in hits]
         stats = self._corpus_stats()
-        idf = self._term_idf(query.terms, stats)
+        idf = query.weighted(self._term_idf(query.terms, stats))
         hits = self.read(lambda s: bm25_search(s, query, k, stats, idf))
         return [(seq, bm25_to_score(score)) for seq, score in hits]
 
@@ -490,7 +490,7 @@ class IndexManager:
         if self.keyword_tokenizer != "memdir" or not seqs:
             return {}
         stats = self._corpus_stats()
-        idf = self._term_idf(query.terms, stats)
+        idf = query.weighted(self._term_idf(query.terms, stats))
         tokens = self.read(lambda store: store.chunk_tokens(list(seqs)))
         return {
             seq: bm25_to_score(bm25_document(words, idf, stats)) for seq, words in tokens.items()
