@@ -71,3 +71,23 @@ def test_search_and_status_load_no_heavy_module(
         subprocess.run(["git", "init", "-q", str(root)], check=True)
 
     assert _loaded(command, root, home) == []
+
+
+def test_an_english_search_over_chinese_notes_leaves_jieba_unloaded(
+    tmp_path: Path, home: Path
+) -> None:
+    # jieba's dictionary takes about a second to load: once the notes are indexed, only a query
+    # with CJK terms needs it, through every stage (keyword leg, snippets, the rerank stage's
+    # line features).
+    root, _ = init_workspace(tmp_path / "ws")
+    (root / "memory" / "2026-11-28.md").write_text(
+        "- Redis listens on port 6380.\n- 和王磊一起排查 staging 的 Helm 配置。\n"
+    )
+    run = _RUN.replace("{heavy!r}", "('jieba',)")
+    env = {**os.environ, "MEMDIR_HOME": str(home)}
+    index = [sys.executable, "-m", "memdir", "-w", str(root), "index"]
+    subprocess.run(index, env=env, check=True, capture_output=True, timeout=120)  # needs jieba
+    args = [sys.executable, "-c", run, "-w", str(root), "search", "staging helm redis port"]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert "2026-11-28.md" in done.stdout
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == []

@@ -23,7 +23,7 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.markdown.chunking import text_hash
-from memdir.results import chunk_tokens
+from memdir.results import chunk_tokens, needs_segmentation
 
 #: The features of :func:`candidate_features`, in the order a learned model reads them.
 FEATURES = (
@@ -102,6 +102,8 @@ def score_lines(
         keys = [line_key(line) for lines in split for line in lines if line.strip()]
         vectors = line_vectors(keys)
     q = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
+    # CJK runs are segmented (jieba loaded) only when a query term needs it.
+    segment = needs_segmentation(weights)
     out: list[LineScores] = []
     for lines, chunk_cos in zip(split, chunk_cosines, strict=True):
         cosines: list[float | None] = []
@@ -110,7 +112,7 @@ def score_lines(
             vec = vectors.get(line_key(line)) if line.strip() and q is not None else None
             ok = vec is not None and q is not None and vec.shape == q.shape
             cosines.append(float(vec @ q) if ok and vec is not None and q is not None else None)
-            covers.append(coverage(chunk_tokens(line), weights) if line.strip() else -1.0)
+            covers.append(coverage(chunk_tokens(line, segment), weights) if line.strip() else -1.0)
         scores = LineScores(cosines, [max(0.0, c) for c in covers], 0)
         focus, best = 0, -np.inf
         for i in range(len(lines)):
@@ -136,6 +138,7 @@ def candidate_features(
     line_cov = [max(ls.coverage) if ls.coverage else 0.0 for ls in lines]
     line_score = [ls.combined(ls.focus, v) for ls, v in zip(lines, vector, strict=True)]
     best_fused, best_cos, best_cov = max(fused), max(line_cos), max(line_cov)
+    segment = needs_segmentation(weights)
     out = []
     for i in range(n):
         out.append(
@@ -150,7 +153,7 @@ def candidate_features(
                 "line_cos_lift": line_cos[i] - vector[i],
                 "line_cov": line_cov[i],
                 "line_cov_gap": line_cov[i] - best_cov,
-                "chunk_cov": coverage(chunk_tokens(texts[i]), weights),
+                "chunk_cov": coverage(chunk_tokens(texts[i], segment), weights),
                 "line_score": line_score[i],
             }
         )
