@@ -279,15 +279,20 @@ def table(queries: Sequence[Query], relevance: Callable[[Query, Part], float]) -
         by = recall_at(queries, relevance, t)
         raw[str(t)] = by
         off_all = [all(relevance(q, p) < t for p in q.results) for q in queries if not q.on_topic]
+        # fit() trains on the off-topic questions of even index: the odd ones are held out.
+        held = off_all[1::2]
         cells = [f"{t:g}" if t else "none (today)"]
         for g in present:
             cells.append(f"{by[g]['recall']:.3f}")
         for g in present:
             cells.append(f"{by[g]['offtopic_empty']:.2f}")
         cells.append(f"{statistics.mean(off_all):.2f}")
+        cells.append(f"{statistics.mean(held):.2f}" if held else "")
+        raw[str(t)]["heldout_offtopic_empty"] = statistics.mean(held) if held else None
         rows.append(cells)
     headers = ["min_score", *(f"{g} recall@6" for g in present)]
     headers += [*(f"{g} off-topic empty" for g in present), "all off-topic empty"]
+    headers.append("held-out off-topic empty")
     return common.md_table(headers, rows), raw
 
 
