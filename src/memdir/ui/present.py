@@ -15,13 +15,16 @@ from markupsafe import Markup, escape
 from memdir.config import SearchConfig
 from memdir.text import term_spans
 
-#: Labels of the ``--explain`` parts of a search score; parts not named here are shown as
-#: they come (a new stage adds its part without a change here).
+#: Labels of the ``--explain`` parts of a search score, in the order they are shown; parts not
+#: named here follow as they come (a new stage adds its part without a change here).
 SCORE_PARTS: dict[str, str] = {
     "vector": "vector",
     "text": "keyword",
     "decay": "decay",
     "age_days": "age",
+    "fused": "fused",
+    "coverage": "term coverage",
+    "vector_estimated": "vector estimated",
     "mmr_rank": "MMR rank",
     "rerank": "rerank",
     "focus_line": "best line",
@@ -54,7 +57,9 @@ def score_parts(explain: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The parts of a search score as rows: ``label``, ``text`` and, for a part in [0, 1],
     ``fraction`` (drawn as a bar)."""
     rows = []
-    for key, value in explain.items():
+    known = [k for k in SCORE_PARTS if k in explain]
+    for key in [*known, *(k for k in explain if k not in SCORE_PARTS)]:
+        value = explain[key]
         label = SCORE_PARTS.get(key, key.replace("_", " "))
         fraction: float | None = None
         if key == "age_days":
@@ -76,8 +81,9 @@ def score_parts(explain: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def scoring_note(config: SearchConfig, mode: str) -> str:
-    """How the scores of a search in ``mode`` are made, in one line."""
+def scoring_note(config: SearchConfig, mode: str, calibrated: bool = False) -> str:
+    """How the scores of a search in ``mode`` are made, in one line (``calibrated``: the score
+    shown is the calibrated relevance of the parts, see :mod:`memdir.relevance`)."""
     if mode == "keyword":
         note = (
             "keyword-only: 0.45·term coverage + 0.35·BM25 (to the best) + 0.1·density "
@@ -87,6 +93,12 @@ def scoring_note(config: SearchConfig, mode: str) -> str:
         note = (
             f"reciprocal rank fusion: {config.vector_weight:g}/({config.rrf_k}+vector rank) + "
             f"{config.text_weight:g}/({config.rrf_k}+keyword rank), normalised"
+        )
+    elif calibrated:
+        note = (
+            f"ranked by fused = {config.vector_weight:g}·vector + {config.text_weight:g}·keyword; "
+            "the score is the estimated chance the snippet is relevant (from vector, keyword, "
+            "term coverage and the query's unknown words)"
         )
     else:
         note = f"score = {config.vector_weight:g}·vector + {config.text_weight:g}·keyword"
@@ -99,9 +111,13 @@ def scoring_note(config: SearchConfig, mode: str) -> str:
 
 def score_sum(config: SearchConfig, mode: str, explain: Mapping[str, Any], score: float) -> str:
     """The arithmetic of a weighted hybrid score (``0.7×0.62 + 0.3×0.41 = 0.557``), shown only
-    when it gives the score back; empty otherwise (other fusions, other stages)."""
+    when it gives the fused score back (``explain["fused"]``; the score itself when there is
+    none); empty otherwise (other fusions, other stages)."""
     if mode != "hybrid" or config.fusion != "weighted":
         return ""
+    fused = explain.get("fused", score)
+    if isinstance(fused, int | float) and not isinstance(fused, bool):
+        score = float(fused)
     vector, text, decay = explain.get("vector"), explain.get("text"), explain.get("decay", 1.0)
     if not all(isinstance(v, int | float) for v in (vector, text, decay)):
         return ""
@@ -112,7 +128,8 @@ def score_sum(config: SearchConfig, mode: str, explain: Mapping[str, Any], score
     sum_text = f"{config.vector_weight:g}×{vector:.3f} + {config.text_weight:g}×{text:.3f}"
     if decay != 1.0:
         sum_text = f"({sum_text}) × {decay:.3f}"
-    return f"{sum_text} = {score:.3f}"
+    prefix = "fused: " if "fused" in explain else ""
+    return f"{prefix}{sum_text} = {score:.3f}"
 
 
 def size(n: int) -> str:

@@ -58,7 +58,7 @@ def page(request: Request) -> Response:
     context: dict[str, Any] = {"active": "search", "q": query, "response": response, "hits": []}
     if response is not None:
         config = ui.memory.config.search
-        context["scoring"] = present.scoring_note(config, response.mode)
+        context["scoring"] = present.scoring_note(config, response.mode, response.calibrated)
         context["hits"] = [
             {
                 "hit": hit,
