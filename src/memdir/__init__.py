@@ -16,7 +16,7 @@ _EXPORTS = {
     "ConfigError": "memdir.errors",
     "Embedder": "memdir.embeddings.base",
     "FakeEmbedder": "memdir.embeddings.fake",
-    "GetResult": "memdir.memory",
+    "GetResult": "memdir.memory_browse",
     "IndexStoreError": "memdir.errors",
     "MemdirError": "memdir.errors",
     "Memory": "memdir.memory",
@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     )
     from memdir.llm.base import LLM
     from memdir.llm.fake import ScriptedLLM
-    from memdir.memory import GetResult, Memory
+    from memdir.memory import Memory
+    from memdir.memory_browse import GetResult
     from memdir.search import SearchResponse, SearchResult
     from memdir.workspace import init_workspace
 

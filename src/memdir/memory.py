@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -27,11 +26,13 @@ from memdir.config import MAX_RESULTS, Config, default_workspace, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.registry import create_embedder
-from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError, WorkspaceError
+from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
 from memdir.fileio import read_regular_file
 from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
+from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, read_lines
+from memdir.memory_governance import GovernanceMixin
 from memdir.privacy import SecretGuard
 from memdir.relevance import calibration_for
 from memdir.rerank import Reranker, create_reranker
@@ -39,27 +40,16 @@ from memdir.search import EmbedMissing, SearchResponse, run_search
 from memdir.unindexed import Unindexed, find_unindexed
 from memdir.workspace import (
     MEMORY_FILE,
-    OWNER_FILES,
     Skipped,
     Workspace,
-    archive_date,
-    file_kind,
-    is_daily_log,
 )
 
 if TYPE_CHECKING:  # imported where used: a search loads none of them
-    from memdir.audit import AuditRecord
-    from memdir.dreaming.budget import BudgetUsage
     from memdir.dreaming.phases import DreamReport
-    from memdir.history import HistoryEvent
     from memdir.lifecycle.extract import ExtractionReport
-    from memdir.lifecycle.forget import ForgetResult
     from memdir.lifecycle.write import WriteResult
     from memdir.llm.base import LLM, Message
-    from memdir.review import ReviewReport
 
-#: Files a shared (group) session may never see (docs/design.md#scopes).
-PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
 SCOPES = ("private", "shared")
 #: The longest query accepted (characters); longer ones are refused, not truncated silently.
 MAX_QUERY_CHARS = 4000
@@ -69,63 +59,7 @@ MAX_QUERIES = 8
 WIDEN_MAX_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class GetResult:
-    """Text of a memory file, or an empty text when the file does not exist."""
-
-    path: str
-    text: str
-    from_line: int
-    lines: int
-    total_lines: int
-    exists: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "text": self.text,
-            "from": self.from_line,
-            "lines": self.lines,
-            "total_lines": self.total_lines,
-            "exists": self.exists,
-        }
-
-
-@dataclass(frozen=True)
-class MemoryFile:
-    """One file of the workspace as a person browses it (:meth:`Memory.files`).
-
-    Attributes:
-        path: workspace-relative path (absolute for an extra path outside the workspace).
-        kind: see :func:`memdir.workspace.file_kind`; ``extra`` for configured extra paths.
-        day: the date of a daily log or session archive, else None.
-        size: bytes.
-        mtime: modification time (seconds since the epoch).
-        indexed: whether the index holds it (USER.md, AGENTS.md, DREAMS.md never are).
-        warning: the index's warning for it (binary, invalid UTF-8, too large to embed).
-    """
-
-    path: str
-    kind: str
-    day: str | None
-    size: int
-    mtime: float
-    indexed: bool
-    warning: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "day": self.day,
-            "size": self.size,
-            "mtime": self.mtime,
-            "indexed": self.indexed,
-            "warning": self.warning,
-        }
-
-
-class Memory:
+class Memory(BrowseMixin, GovernanceMixin):
     """Long-term memory over one workspace.
 
     Args:
@@ -385,95 +319,7 @@ class Memory:
         if lines is not None and lines < 1:
             raise QueryError("lines must be 1 or more")
         target, shown = self._memory_path(path)
-        return _read_lines(target, shown, path, from_line, lines)
-
-    def _memory_path(self, path: str) -> tuple[Path, str]:
-        """Where a ``memory_get`` path points and how it is shown (the policy of
-        docs/design.md#path-safety and the privacy scope)."""
-        target = self.workspace.resolve_memory_path(path)
-        shown = self.workspace.display_path(target)
-        if self.scope == "shared" and shown in PRIVATE_FILES:
-            raise PathNotAllowed(f"{path}: not available in a shared session")
-        return target, shown
-
-    def read(
-        self, path: str, *, from_line: int | None = None, lines: int | None = None
-    ) -> GetResult:
-        """What a person may look at (``memdir ui``): every file :meth:`get` allows, and in a
-        private session also the root files USER.md, AGENTS.md and DREAMS.md (never symlinks).
-
-        Raises:
-            PathNotAllowed: as :meth:`get`, or an owner file in a shared session.
-            QueryError: ``from_line`` or ``lines`` is below 1.
-        """
-        if (from_line is not None and from_line < 1) or (lines is not None and lines < 1):
-            raise QueryError("from and lines must be 1 or more")
-        if path not in OWNER_FILES:
-            target, shown = self._memory_path(path)
-            return _read_lines(target, shown, path, from_line, lines)
-        if self.scope == "shared":
-            raise PathNotAllowed(f"{path}: not available in a shared session")
-        target = self.workspace.resolve_owner_file(path)
-        return _read_lines(target, path, path, from_line, lines)
-
-    def files(self) -> list[MemoryFile]:
-        """The workspace's files as a person browses them: MEMORY.md, USER.md, AGENTS.md,
-        DREAMS.md, daily logs, session archives, topic notes, skills and extra paths, each with
-        whether the index holds it (MEMORY.md and USER.md are left out in a shared session)."""
-        rows = self.index.read(lambda store: store.file_rows())
-        out: list[MemoryFile] = []
-        for name in OWNER_FILES:
-            try:
-                target = self.workspace.resolve_owner_file(name)
-                st = target.lstat()
-            except (PathNotAllowed, OSError):
-                continue
-            if target.is_file():
-                out.append(MemoryFile(name, file_kind(name), None, st.st_size, st.st_mtime, False))
-        for entry in self.workspace.iter_files():
-            kind = "extra" if entry.source == "extra" else file_kind(entry.path)
-            row = rows.get(entry.path)
-            out.append(
-                MemoryFile(
-                    entry.path,
-                    kind,
-                    is_daily_log(entry.path) or archive_date(entry.path),
-                    entry.size,
-                    entry.mtime_ns / 1e9,
-                    row is not None,
-                    row.warning if row is not None else None,
-                )
-            )
-        if self.scope == "shared":
-            out = [f for f in out if f.path not in PRIVATE_FILES]
-        return out
-
-    def memory_budget(self) -> BudgetUsage:
-        """How full MEMORY.md is against the dreaming budget: person-written vs generated text,
-        and which generated entries would be evicted first.
-
-        Raises:
-            PathNotAllowed: in a shared session.
-        """
-        from memdir.dreaming.budget import budget_usage
-
-        if self.scope == "shared":
-            raise PathNotAllowed(f"{MEMORY_FILE} is not available in a shared session")
-        return budget_usage(self.read(MEMORY_FILE).text)
-
-    def history(self, *, limit: int | None = None) -> list[HistoryEvent]:
-        """What memdir wrote on its own and when, newest first: the audit trail (:meth:`log`)
-        and the files' own records (see :mod:`memdir.history`); at most ``limit`` events.
-
-        Raises:
-            PathNotAllowed: in a shared session (the history shows MEMORY.md).
-        """
-        from memdir.history import read_history
-
-        if self.scope == "shared":
-            raise PathNotAllowed("the history shows MEMORY.md: run it in a private session")
-        audit = self.log(limit=limit)
-        return read_history(self.workspace, self.recalls.entries(), audit=audit, limit=limit)
+        return read_lines(target, shown, path, from_line, lines)
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -588,144 +434,6 @@ class Memory:
             self.workspace, text, target=target, section=section, now=now(), via=via
         )
 
-    # -- governance -----------------------------------------------------------------------
-
-    def log(self, path: str | None = None, *, limit: int | None = None) -> list[AuditRecord]:
-        """The history of automatic writes, newest first (``memdir log``).
-
-        Args:
-            path: only the writes that changed this file (or a file under this folder).
-            limit: at most this many records.
-        """
-        shown = None
-        if path:
-            target = path.strip()
-            # A memory path is checked like memory_get's; a folder (memory/) is taken as given.
-            if target.lower().endswith(".md"):
-                target = self.workspace.display_path(self.workspace.resolve_memory_path(target))
-            shown = target
-        if self.scope == "shared" and shown in PRIVATE_FILES:
-            raise PathNotAllowed(f"{shown}: not available in a shared session")
-        from memdir.audit.history import history
-
-        records = history(self.workspace, path=shown, limit=limit)
-        if self.scope == "shared":  # the private files' lines are not shown
-            records = [
-                replace(r, files=tuple(f for f in r.files if f.path not in PRIVATE_FILES))
-                for r in records
-                if any(f.path not in PRIVATE_FILES for f in r.files)
-            ]
-        return records
-
-    def forget(
-        self,
-        target: str,
-        *,
-        apply: bool = False,
-        force: bool = False,
-        max_results: int = 10,
-        via: str = "Memory.forget",
-    ) -> ForgetResult:
-        """``memdir forget``: the lines ``target`` names, removed with ``apply``.
-
-        Args:
-            target: ``PATH#Lx`` / ``PATH#Lx-Ly``, or a query (its best hits' lines that carry
-                most of its terms).
-            apply: remove them (default: only show them).
-            force: also remove lines a person wrote (default: only lines memdir wrote).
-            max_results: how many search hits a query looks at.
-            via: what asked, for the audit record.
-
-        The removal is one audited ``forget`` write (undo: ``git revert``, or the removed text
-        in ``memdir log --lines``); the index is updated at once and the recall store forgets
-        the lines for good, so dreaming never promotes them again.
-
-        Raises:
-            PathNotAllowed: in a shared session, or a path outside the memory files.
-            MemdirError: an empty target, a line range past the end of the file.
-        """
-        from memdir.audit.history import history
-        from memdir.audit.provenance import Provenance
-        from memdir.dreaming.promotion import forget_key, plain_text
-        from memdir.lifecycle.forget import ForgetResult, find_targets, remove_lines
-
-        if self.scope == "shared":
-            raise PathNotAllowed("forget is not available in a shared session")
-        target = target.strip()
-        if not target:
-            raise MemdirError("nothing to forget: give PATH#Lx[-Ly] or a query")
-        provenance = Provenance.from_records(history(self.workspace, with_lines=True))
-        found = find_targets(
-            self.workspace,
-            target,
-            provenance,
-            lambda q: self.search(q, max_results=max_results, min_score=0.0, record=False),
-        )
-        if not apply or not found:
-            return ForgetResult(target, found)
-        result = remove_lines(
-            self.workspace,
-            found,
-            force=force,
-            summary=_short(target),
-            via=via,
-            provenance=provenance,
-        )
-        if result.removed:
-            self.index.refresh()
-            keys = [(x.path, plain_text(x.text), forget_key(x.text)) for x in result.removed]
-            try:
-                result.recalls_dropped = self.recalls.forget(keys, now=now())
-            except Exception as exc:  # the files are changed: report, do not fail
-                result.warnings.append(f"the recall store could not be updated: {exc}")
-        return result
-
-    def review(self, *, since: str | None = "7d", todo_days: int | None = None) -> ReviewReport:
-        """``memdir review``: near duplicates, likely contradictions, old open todos, the
-        MEMORY.md budget, daily notes never recalled, files not indexed (see
-        :mod:`memdir.review`). Reads only; never writes.
-
-        Args:
-            since: only pairs with a side changed in this window (``7d``, ``2w``, ``12h``, an
-                ISO date); ``all`` or None for everything.
-            todo_days: todos (and unrecalled daily notes) older than this many days; default
-                ``[audit] todo_days`` (14).
-
-        Raises:
-            PathNotAllowed: in a shared session (the review reads MEMORY.md).
-            QueryError: ``since`` is not a window or a date.
-        """
-        from memdir.audit.history import history
-        from memdir.audit.provenance import Provenance
-        from memdir.review import build_review, parse_since
-
-        if self.scope == "shared":
-            raise PathNotAllowed("the review reads MEMORY.md: run it in a private session")
-        current = now()
-        try:
-            start = parse_since(since, current)
-        except ValueError:
-            raise QueryError(f"--since {since!r}: give 7d, 2w, 12h, an ISO date or all") from None
-        store = self.index.store()
-        return build_review(
-            self.workspace,
-            provenance=Provenance.from_records(history(self.workspace)),
-            recalls=self.recalls.entries(),
-            dirty=scan_dirty(store, self.workspace),
-            file_warnings=self.index.read(lambda s: s.file_warnings()),
-            now=current,
-            since=start,
-            since_label=since or "all",
-            todo_days=self.config.audit.todo_days if todo_days is None else todo_days,
-        )
-
-    def audit_status(self) -> dict[str, Any]:
-        """Where the audit trail goes (git repository or log file) and what waits to be
-        recorded."""
-        from memdir.audit.history import trail_status
-
-        return trail_status(self.workspace)
-
     # -- dreaming -------------------------------------------------------------------------
 
     def dream(self, *, apply: bool, schedule: bool = False, diary: bool = False) -> DreamReport:
@@ -785,40 +493,6 @@ class Memory:
             session=session,
             via=via,
         )
-
-
-def _read_lines(
-    target: Path, shown: str, asked: str, from_line: int | None, lines: int | None
-) -> GetResult:
-    """Read ``target`` (shown as ``shown``) whole or the range ``from_line`` + ``lines``."""
-    try:
-        data = read_regular_file(target)  # never a symlink, never a FIFO (it would block)
-    except FileNotFoundError:
-        return GetResult(shown, "", from_line or 1, 0, 0, exists=False)
-    except OSError as exc:
-        raise WorkspaceError(f"{asked}: cannot be read ({exc.strerror})") from exc
-    text, warning = decode_markdown(data, asked)  # the indexer's verdict and its text
-    if text is None:
-        reason = (warning or "binary").removesuffix(": not indexed")
-        raise PathNotAllowed(
-            f"{asked}: {reason}, not a Markdown note: memdir neither indexes nor shows it"
-        )
-    all_lines = text.split("\n")
-    if text.endswith("\n"):
-        all_lines.pop()
-    start = (from_line or 1) - 1
-    end = len(all_lines) if lines is None else start + lines
-    selected = all_lines[start:end]
-    body = "\n".join(selected)
-    if from_line is None and lines is None:
-        body = text
-    return GetResult(shown, body, start + 1, len(selected), len(all_lines), exists=True)
-
-
-def _short(target: str, limit: int = 60) -> str:
-    """A target as the audit record quotes it."""
-    one = " ".join(target.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def _chat_llm(config: Config) -> dict[str, str]:

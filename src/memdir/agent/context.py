@@ -29,7 +29,8 @@ from datetime import datetime, timedelta
 from memdir.errors import MemdirError
 from memdir.llm.base import Message
 from memdir.llm.prompts import load_prompt
-from memdir.memory import PRIVATE_FILES, Memory
+from memdir.memory import Memory
+from memdir.memory_browse import PRIVATE_FILES
 from memdir.tools import ToolSpec
 from memdir.workspace import MEMORY_DIR, MEMORY_FILE, Workspace
 

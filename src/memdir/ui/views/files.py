@@ -15,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from memdir.errors import QueryError
-from memdir.memory import GetResult, Memory, MemoryFile
+from memdir.memory import Memory
+from memdir.memory_browse import GetResult, MemoryFile
 from memdir.ui.app import inspector
 from memdir.workspace import MEMORY_FILE
 
