@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from memdir.config import (
+from memdir.config import Config, EmbeddingConfig, load_config
+from memdir.config_choices import (
     CHOICES,
     INDEX_URL_SCHEMES,
     LOCAL_EMBEDDING_MODELS,
-    Config,
-    EmbeddingConfig,
     allowed_values,
-    load_config,
 )
 from memdir.embeddings.local import LOCAL_MODELS
 from memdir.embeddings.registry import embedder_names, register_embedder

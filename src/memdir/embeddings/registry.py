@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memdir.config import EmbeddingConfig, register_choice
+from memdir.config import EmbeddingConfig
+from memdir.config_choices import register_choice
 from memdir.embeddings.base import Embedder
 from memdir.registry import ProviderRegistry
 

@@ -24,13 +24,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from memdir.config import (
-    ChunkingConfig,
-    Config,
-    check_index_values,
-    index_url,
-    memdir_home,
-)
+from memdir.config import ChunkingConfig, Config, index_url, memdir_home
+from memdir.config_choices import check_index_values
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ConfigError, ProviderError
 from memdir.index.base import (

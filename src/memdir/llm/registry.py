@@ -11,7 +11,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from memdir.config import Config, LLMConfig, register_choice, resolve_api_key
+from memdir.config import Config, LLMConfig, resolve_api_key
+from memdir.config_choices import register_choice
 from memdir.llm.base import API_KEY_ENV, BASE_URL_ENV, LLM, MODEL_ENV
 from memdir.registry import ProviderRegistry
 

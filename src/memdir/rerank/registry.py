@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memdir.config import Config, register_choice, resolve_api_key
+from memdir.config import Config, resolve_api_key
+from memdir.config_choices import register_choice
 from memdir.errors import ProviderUnavailable
 from memdir.registry import ProviderRegistry
 from memdir.rerank.base import Reranker

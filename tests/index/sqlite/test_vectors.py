@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from memdir import FakeEmbedder
-from memdir.config import IndexConfig, allowed_values
+from memdir.config import IndexConfig
+from memdir.config_choices import allowed_values
 from memdir.errors import ConfigError
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sqlite.vectors import (
