@@ -36,7 +36,6 @@ import numpy as np
 
 from memdir.config import SearchConfig
 from memdir.embeddings.base import Embedder, Vectors
-from memdir.errors import ProviderError
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
 from memdir.relevance import Calibration, apply_calibration
@@ -50,7 +49,13 @@ from memdir.results import (
     place_results,
     term_weights,
 )
-from memdir.subqueries import merge_rankings, passage_id, split_query, without_repeated_lines
+from memdir.subqueries import (
+    embed_queries,
+    merge_rankings,
+    passage_id,
+    split_query,
+    without_repeated_lines,
+)
 from memdir.text import jaccard, plain_terms, query_terms, similarity_tokens
 from memdir.workspace import is_daily_log
 
@@ -413,7 +418,7 @@ def run_search(
     auto = not extra and config.split_queries == "auto"
     parts = [query, *extra] if extra else [query, *(split_query(query) if auto else [])]
     warnings: list[str] = []
-    vectors = _embed_queries(embedder, parts, warnings)
+    vectors = embed_queries(embedder, parts, warnings)
     rankings = [
         _rank_one(
             manager,
@@ -465,23 +470,6 @@ def run_search(
     response.calibrated = main.mode == "hybrid" and calibration is not None
     response.min_score = main.threshold
     return response
-
-
-def _embed_queries(
-    embedder: Embedder | None, parts: Sequence[str], warnings: list[str]
-) -> dict[str, Any]:
-    """Each query's vector (a query whose embedding failed is left out, with a warning)."""
-    out: dict[str, Any] = {}
-    if embedder is None:
-        return out
-    for part in parts:
-        if not part.strip():
-            continue
-        try:
-            out[part] = embedder.embed_query(part)
-        except ProviderError as exc:
-            warnings.append(f"query embedding failed, keyword search only: {exc}")
-    return out
 
 
 def _rank_one(
