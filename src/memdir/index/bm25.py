@@ -40,6 +40,7 @@ __all__ = [
     "bm25_term",
     "bm25_to_score",
     "corpus_stats",
+    "idf_from_df",
     "lucene_idf",
     "term_idf",
 ]
@@ -92,8 +93,14 @@ def bm25_search(
 def term_idf(store: IndexBackend, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
     """Each distinct term's Lucene IDF in the stored chunks."""
     wanted = list(dict.fromkeys(terms))
-    df = store.document_frequencies(wanted)
-    return {t: lucene_idf(stats.documents, df.get(t, 0)) for t in wanted}
+    return idf_from_df(store.document_frequencies(wanted), wanted, stats)
+
+
+def idf_from_df(
+    df: Mapping[str, int], terms: Sequence[str], stats: CorpusStats
+) -> dict[str, float]:
+    """Each of ``terms``' Lucene IDF from its document frequency (absent: in no chunk)."""
+    return {t: lucene_idf(stats.documents, df.get(t, 0)) for t in dict.fromkeys(terms)}
 
 
 def bm25_document(words: Sequence[str], idf: Mapping[str, float], stats: CorpusStats) -> float:

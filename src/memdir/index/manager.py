@@ -41,7 +41,7 @@ from memdir.index.bm25 import (
     bm25_search,
     bm25_to_score,
     corpus_stats,
-    term_idf,
+    idf_from_df,
 )
 from memdir.index.sync import (
     Progress,
@@ -218,7 +218,8 @@ class IndexManager:
         )
         self._counts: tuple[object, dict[str, int]] | None = None
         self._stats: tuple[object, CorpusStats] | None = None
-        self._idf: tuple[object, dict[str, float]] | None = None
+        #: The last query's terms: (key, document frequencies, IDFs).
+        self._terms: tuple[object, dict[str, int], dict[str, float]] | None = None
         #: Line vectors read from the embedding cache, by text hash (bounded; see line_vectors).
         self._lines: dict[str, Vectors] = {}
 
@@ -510,18 +511,27 @@ class IndexManager:
         wanted = list(dict.fromkeys(terms))
         if not wanted:
             return 0.0
-        found = self.read(lambda store: store.document_frequencies(wanted))
+        found = self._term_counts(wanted, self._corpus_stats())[0]
         return sum(1 for t in wanted if found.get(t, 0) <= 0) / len(wanted)
 
     def _term_idf(self, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
-        """IDFs of the query terms, remembered for the last query of this index generation
-        (the keyword leg and the scoring of vector-only candidates share them). Called right
-        after :meth:`_corpus_stats`, whose generation key it reuses."""
+        """IDFs of the query terms (see :meth:`_term_counts`)."""
+        return self._term_counts(terms, stats)[1]
+
+    def _term_counts(
+        self, terms: Sequence[str], stats: CorpusStats
+    ) -> tuple[dict[str, int], dict[str, float]]:
+        """Document frequencies and IDFs of the query terms, read once for the last query of
+        this index generation (the keyword leg, the scoring of vector-only candidates, term
+        coverage and the unknown-term share all use them). Called right after
+        :meth:`_corpus_stats`, whose generation key it reuses."""
         generation = self._stats[0] if self._stats is not None else None
-        key = (generation, tuple(terms))
-        if self._idf is None or self._idf[0] != key:
-            self._idf = (key, self.read(lambda store: term_idf(store, terms, stats)))
-        return self._idf[1]
+        wanted = list(dict.fromkeys(terms))
+        key = (generation, tuple(wanted))
+        if self._terms is None or self._terms[0] != key:
+            df = dict(self.read(lambda store: store.document_frequencies(wanted)))
+            self._terms = (key, df, idf_from_df(df, wanted, stats))
+        return self._terms[1], self._terms[2]
 
     def _corpus_stats(self) -> CorpusStats:
         key = self.lifecycle.cache_key()
