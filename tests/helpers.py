@@ -30,3 +30,17 @@ def node_client(env_var: str, name: str, package: str) -> str:
             f"`{name}` executable (.ci/run installs Claude Code)"
         )
     return found
+
+
+def memory_chunks(root: Path) -> int:
+    """How many chunks the workspace's MEMORY.md makes (its template has five sections, which
+    the chunker may keep apart)."""
+    from memdir.config import ChunkingConfig
+    from memdir.markdown.chunking import chunk_markdown
+
+    memory = root / "MEMORY.md"
+    if not memory.is_file():
+        return 0
+    config = ChunkingConfig()
+    text = memory.read_text(encoding="utf-8")
+    return len(chunk_markdown(text, max_tokens=config.tokens, overlap_tokens=config.overlap))

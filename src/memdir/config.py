@@ -78,8 +78,10 @@ class EmbeddingConfig:
 class ChunkingConfig:
     """How Markdown is cut into indexed chunks (docs/design.md#chunking)."""
 
-    #: Small chunks with much overlap, measured best on LoCoMo and CMRC (docs/benchmarks.md);
-    #: each token is embedded ~2.5 times (none extra with ``pooling = "lines"``).
+    #: At most ``tokens`` estimated tokens a chunk, cut where the text allows (headings,
+    #: paragraphs, content-defined lines: docs/design.md#chunking), so an edit moves only the
+    #: boundaries near it. Overlap stays 120: without it LoCoMo dev seen@6 fell 0.831 → 0.798
+    #: (docs/benchmarks.md#big-vaults-issue-17); each token is embedded ~2.5 times.
     tokens: int = 200
     overlap: int = 120
     #: How a chunk gets its vector: ``chunk`` = its text embedded whole (OpenClaw's); ``lines`` =
@@ -236,9 +238,10 @@ class RerankConfig:
 class IndexConfig:
     """Where the index lives and what it covers.
 
-    ``vector_backend``: ``numpy`` (exact search in memory, default) or ``sqlite-vec``
-    (needs the ``vec`` extra). ``extra_paths``: more Markdown files or folders
-    to index, absolute or relative to the workspace.
+    ``vector_backend``: ``numpy`` (exact search over the stored vectors in memory,
+    docs/design.md#vector-search); ``sqlite-vec`` is accepted as an old name for it.
+    ``extra_paths``: more Markdown files or folders to index, absolute or relative to the
+    workspace.
 
     ``url``: empty for the SQLite file in the workspace (default), or ``postgresql://…`` to
     keep the index in PostgreSQL + pgvector, shared by many agents and hosts (needs

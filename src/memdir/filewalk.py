@@ -57,11 +57,36 @@ def regular_md_stat(
     return None
 
 
+def note_folder(path: str, folders: dict[str, int]) -> None:
+    """Record the modification time (ns) of the folder ``path`` in ``folders`` (-1: none)."""
+    try:
+        folders[path] = os.stat(path).st_mtime_ns
+    except OSError:
+        folders[path] = -1
+
+
+def folders_changed(folders: dict[str, int]) -> bool:
+    """Whether any folder of ``folders`` (from :func:`note_folder`) changed since: a file
+    added, removed or renamed in it changes its modification time."""
+    for path, mtime_ns in folders.items():
+        try:
+            if os.stat(path).st_mtime_ns != mtime_ns:
+                return True
+        except OSError:
+            if mtime_ns != -1:
+                return True
+    return False
+
+
 def walk_markdown(
-    folder: str, rel: str, skip: Callable[[Skipped], None]
+    folder: str,
+    rel: str,
+    skip: Callable[[Skipped], None],
+    folders: dict[str, int] | None = None,
 ) -> Iterator[tuple[str, str, os.stat_result]]:
     """``(absolute path, posix path relative to the workspace, lstat)`` of the Markdown files
-    under ``folder``, sorted, depth first, skipping symlinks and hidden folders.
+    under ``folder``, sorted, depth first, skipping symlinks and hidden folders; with
+    ``folders``, the modification time of every folder listed (taken before listing it).
 
     Iterative, so no nesting exhausts the stack; :data:`MAX_FOLDER_DEPTH` bounds it anyway.
     """
@@ -70,6 +95,8 @@ def walk_markdown(
     stack: list[tuple[str, str, int]] = [(folder, rel, 0)]
     while stack:
         path, prefix, depth = stack.pop()
+        if folders is not None:
+            note_folder(path, folders)
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)

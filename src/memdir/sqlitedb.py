@@ -41,9 +41,14 @@ def open_wal(
     return conn
 
 
+#: One numbered migration: SQL statements separated by ``;`` (no triggers), or a function that
+#: runs inside the migration's transaction (for data SQL alone cannot convert).
+Migration = str | Callable[[sqlite3.Connection], None]
+
+
 def apply_migrations(
     conn: sqlite3.Connection,
-    migrations: Sequence[str],
+    migrations: Sequence[Migration],
     *,
     newer: Callable[[int, int], Exception],
 ) -> int:
@@ -54,7 +59,7 @@ def apply_migrations(
 
     Args:
         conn: a connection in autocommit mode (``isolation_level=None``).
-        migrations: SQL scripts; statements separated by ``;`` (no triggers).
+        migrations: SQL scripts (statements separated by ``;``, no triggers) or functions.
         newer: builds the error raised when the database is newer than ``migrations``.
 
     Returns:
@@ -70,9 +75,13 @@ def apply_migrations(
             # Another process may have migrated while we waited for the write lock.
             version = _user_version(conn)
             if version < target:
-                for statement in migrations[version].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                migration = migrations[version]
+                if callable(migration):
+                    migration(conn)
+                else:
+                    for statement in migration.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
                 version += 1
                 conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")

@@ -156,6 +156,8 @@ class WorkspaceWatcher:
         self._handler = _Handler(self)
         self._watches: dict[Path, ObservedWatch] = {}
         self._thread: threading.Thread | None = None
+        self._syncing = False
+        self._blind = False  # a folder could not be watched: changes there may go unseen
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -185,7 +187,14 @@ class WorkspaceWatcher:
                 self._first_change = self._last_change = time.monotonic() - self.max_delay
         self._thread = threading.Thread(target=self._run, name="memdir-watch", daemon=True)
         self._thread.start()
+        # Searches look at the files only while this watcher may have changes to sync.
+        self.memory.index.freshness.watcher = self.unsynced
         return self
+
+    def unsynced(self) -> bool:
+        """Whether the index may lag behind the files: a burst of changes waiting for its
+        sync, a sync running, or a folder that could not be watched."""
+        return self._blind or self._syncing or self._first_change is not None or not self.running
 
     def _note_folders(self) -> tuple[Path, Path]:
         root = self.memory.workspace.root
@@ -199,6 +208,7 @@ class WorkspaceWatcher:
                 self._handler, str(folder), recursive=recursive
             )
         except OSError as exc:  # e.g. the inotify watch limit
+            self._blind = True
             log.warning("memdir watch: cannot watch %s: %s", folder, exc)
 
     def folder_changed(self, folder: Path, *, gone: bool) -> None:
@@ -215,6 +225,8 @@ class WorkspaceWatcher:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop watching and wait for a sync in progress to finish."""
+        if self.memory.index.freshness.watcher == self.unsynced:
+            self.memory.index.freshness.watcher = None
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -271,8 +283,12 @@ class WorkspaceWatcher:
                     self._cond.wait(timeout=due)
                 if self._stopping:
                     return
+                self._syncing = True
                 self._first_change = None
-            self._sync()
+            try:
+                self._sync()
+            finally:
+                self._syncing = False
 
     def _sync(self) -> None:
         try:

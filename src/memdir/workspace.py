@@ -32,6 +32,7 @@ from memdir.fileio import (
 from memdir.filewalk import (
     Skipped,
     ignore_skipped,
+    note_folder,
     regular_md_stat,
     walk_markdown,
 )
@@ -177,6 +178,9 @@ class Workspace:
         self.extra_paths = self._checked_extra_paths(extra_paths)
         #: The secrets check every automatic write applies (:mod:`memdir.privacy`).
         self.secrets = secrets if secrets is not None else DEFAULT_GUARD
+        #: How many writes this object has prepared (:meth:`write_path`): the index's freshness
+        #: check looks at every file again after one (docs/design.md#index).
+        self.writes = 0
         self._check_state_dir()
 
     def _checked_extra_paths(self, entries: tuple[str, ...]) -> tuple[Path, ...]:
@@ -266,7 +270,9 @@ class Workspace:
 
     # -- the files to index ---------------------------------------------------------------
 
-    def iter_files(self, skipped: list[Skipped] | None = None) -> Iterator[FileEntry]:
+    def iter_files(
+        self, skipped: list[Skipped] | None = None, folders: dict[str, int] | None = None
+    ) -> Iterator[FileEntry]:
         """Yield every indexable Markdown file, sorted, without following symlinks
         (docs/design.md#path-safety).
 
@@ -276,10 +282,14 @@ class Workspace:
             skipped: when given, receives ``(path, reason)`` for each ``.md`` file or folder
                 that was left out: a symlink, a FIFO/socket/device, a name that is not UTF-8,
                 a folder that cannot be read or is nested too deep.
+            folders: when given, receives the modification time (ns) of every folder listed,
+                taken before it is listed (a file added, removed or renamed there changes it).
         """
         skip = skipped.append if skipped is not None else ignore_skipped
         seen: set[str] = set()
         root = str(self.root)
+        if folders is not None:
+            note_folder(root, folders)
         memory = os.path.join(root, MEMORY_FILE)
         st = regular_md_stat(memory, MEMORY_FILE, skip)
         if st is not None:
@@ -290,14 +300,20 @@ class Workspace:
             if os.path.islink(location):
                 skip((folder, "a symlink: not followed, not indexed"))
                 continue
-            for abspath, rel, st in walk_markdown(location, folder, skip):
+            for abspath, rel, st in walk_markdown(location, folder, skip, folders):
                 seen.add(abspath)
                 yield FileEntry(rel, abspath, "memory", st.st_mtime_ns, st.st_size)
         for extra in self.extra_paths:
             location = str(extra)
             shown = self.display_path(extra)
             st = regular_md_stat(location, shown, ignore_skipped)
-            found = [(location, "", st)] if st is not None else walk_markdown(location, shown, skip)
+            if st is not None and folders is not None:
+                note_folder(os.path.dirname(location), folders)
+            found = (
+                [(location, "", st)]
+                if st is not None
+                else walk_markdown(location, shown, skip, folders)
+            )
             for abspath, _, entry_stat in found:
                 if abspath in seen:
                     continue
@@ -384,6 +400,7 @@ class Workspace:
         raw = PurePosixPath(rel)
         if not rel or raw.is_absolute() or ".." in raw.parts or "\x00" in rel:
             raise PathNotAllowed(f"{rel!r}: not a path inside the workspace")
+        self.writes += 1
         current = self.root
         for part in raw.parts[:-1]:
             current = current / part

@@ -17,7 +17,7 @@ from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig
 from memdir.index.base import KeywordQuery
 from memdir.workspace import Workspace
-from tests.helpers import write
+from tests.helpers import memory_chunks, write
 from tests.index.conftest import Backend
 
 
@@ -58,9 +58,9 @@ def test_rebuild_failure_keeps_the_old_index(backend: Backend, workspace: Path) 
     # Make phase 1 of the rebuild fail: the workspace listing raises.
     original = Workspace.iter_files
 
-    def boom(self: Workspace, skipped=None):  # type: ignore[no-untyped-def]
+    def boom(self: Workspace, *args):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
-        yield from original(self, skipped)
+        yield from original(self, *args)
 
     Workspace.iter_files = boom  # type: ignore[method-assign]
     try:
@@ -102,8 +102,12 @@ def test_concurrent_writers_and_searchers(backend: Backend, workspace: Path) -> 
     assert outcomes == ["ok"] * 3
     with Memory(workspace, embedder=FakeEmbedder()) as mem:
         mem.sync()
-        assert mem.status()["files"] == 21
-        assert mem.status()["chunks"] == 21
+        status = mem.status()
+        # The counters kept by every write agree with the rows, after racing writers.
+        assert status["files"] == 21
+        assert status["chunks"] == status["vectors"] == 20 + memory_chunks(workspace)
+        assert status["pending_vectors"] == 0
+        assert len(mem.index.store().all_vectors()[0]) == status["vectors"]
 
 
 def test_search_in_subprocess_uses_fresh_python(backend: Backend, workspace: Path) -> None:

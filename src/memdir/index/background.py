@@ -225,6 +225,7 @@ class BackgroundEmbedder:
                 batch,
                 vectors,
                 cache_items,
+                pooling=self._pooling,
                 lock=index.write_lock,
                 seconds=seconds,
             )

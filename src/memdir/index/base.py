@@ -62,6 +62,39 @@ class NewChunk:
     tokens: str  # the segmented text the keyword index stores (memdir.text)
     embedding: Vectors | None
     embed: bool = True  # False: keyword search only (the file is too large to embed)
+    #: The embedding-cache key of its vector (:func:`memdir.index.sync.vector_key`), under
+    #: which ``embedding`` was found.
+    vector_key: str = ""
+    #: Where a chunk that begins or ends inside a long line does so (``markdown.Chunk``).
+    start_col: int = 0
+    end_col: int | None = None
+
+
+@dataclass(frozen=True)
+class EmbeddingSpace:
+    """The embedding model an index's vectors come from (part of its identity)."""
+
+    provider: str
+    model: str
+    provider_key: str
+    dims: int
+
+
+@dataclass(frozen=True)
+class TextSpan:
+    """Where a chunk's text is in its file: lines ``start_line..end_line`` (1-based,
+    inclusive), the first from character ``start_col``, the last up to ``end_col``."""
+
+    start_line: int
+    end_line: int
+    start_col: int = 0
+    end_col: int | None = None
+
+
+#: Reads chunk texts back from a file: ``(path as indexed, spans) → texts`` (None for a span the
+#: file no longer has, or all None when it cannot be read). An engine that does not store the
+#: text (SQLite) checks what it gets against the chunk's hash.
+ChunkTexts = Callable[[str, Sequence[TextSpan]], list[str | None]]
 
 
 @dataclass(frozen=True)
@@ -207,8 +240,9 @@ class IndexBackend(Protocol):
         """
         ...
 
-    def set_vectors(self, items: Sequence[tuple[int, Vectors]]) -> None:
-        """Store embeddings for existing chunks (skipping chunks deleted meanwhile)."""
+    def set_vectors(self, items: Sequence[tuple[int, str, Vectors]]) -> None:
+        """Store the vectors ``(seq, cache key, vector)`` of existing chunks (skipping chunks
+        deleted meanwhile); each is also the cached embedding of its key."""
         ...
 
     def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]: ...
@@ -299,6 +333,10 @@ class LifecycleOptions:
     keyword_tokenizer: str
     #: The embedder's dimensions (0: keyword-only), for engines that index vectors by size.
     dims: int = 0
+    #: The embedding model of the index's vectors (None: keyword-only).
+    embedding: EmbeddingSpace | None = None
+    #: How the engine reads chunk texts back from the files, if it does not store them.
+    texts: ChunkTexts | None = None
     #: Why the state folder is not the workspace's own, if it is not (SQLite reports it).
     state_note: str | None = None
     #: Notes for ``memdir status`` (recoveries, fallbacks); the lifecycle appends to it.

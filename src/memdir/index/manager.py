@@ -30,6 +30,7 @@ from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ConfigError, ProviderError
 from memdir.index.base import (
     CorpusStats,
+    EmbeddingSpace,
     IndexBackend,
     IndexLifecycle,
     KeywordQuery,
@@ -43,16 +44,18 @@ from memdir.index.bm25 import (
     corpus_stats,
     idf_from_df,
 )
+from memdir.index.freshness import Freshness
 from memdir.index.sync import (
+    DirtyState,
     Progress,
     SyncReport,
     embed_chunks,
     embed_missing_lines,
     embed_pending,
-    scan_dirty,
     sync_files,
     write_vectors,
 )
+from memdir.index.texts import ChunkTextReader
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
@@ -211,8 +214,18 @@ class IndexManager:
                 dims=embedder.dims if embedder else 0,
                 state_note=note,
                 notes=self.notes,
+                embedding=(
+                    EmbeddingSpace(
+                        embedder.provider, embedder.model_id, embedder.provider_key, embedder.dims
+                    )
+                    if embedder is not None
+                    else None
+                ),
+                texts=ChunkTextReader(workspace),
             )
         )
+        #: Decides what a search looks at first (a watcher may drive it: :mod:`memdir.watch`).
+        self.freshness = Freshness(workspace)
         self.identity = index_identity(
             embedder, self.chunking, self.keyword_tokenizer, schema=self.lifecycle.schema_version
         )
@@ -293,7 +306,8 @@ class IndexManager:
                 self._rebuild(progress, report)
                 rebuilt = True
             else:
-                self._sync_files(store, report, progress)
+                dirty = self.freshness.scan(store, report.skipped)
+                self._sync_files(store, report, progress, dirty)
         if rebuilt and self.embedder is not None and self.identity["line_vectors"]:
             with self.write_lock(), self.store().write():
                 self.store().meta_set(LINES_PENDING, "1")
@@ -337,12 +351,16 @@ class IndexManager:
             return self.sync(force=True, embed=False)
 
     def _refresh(self) -> SyncReport | None:
-        dirty = scan_dirty(self.store(), self.workspace)
+        dirty = self.freshness.dirty(self.store())
         report = None
         if dirty:
             report = SyncReport()
-            with self.write_lock():
-                self._sync_files(self.store(), report)
+            try:
+                with self.write_lock():
+                    self._sync_files(self.store(), report, dirty=dirty)
+            except BaseException:
+                self.freshness.forget()
+                raise
         return report
 
     def _embed(self, *, progress: Progress | None, report: SyncReport) -> SyncReport:
@@ -393,11 +411,14 @@ class IndexManager:
                 batch,
                 vectors,
                 cache_items,
+                pooling=self.chunking.pooling,
                 lock=self.write_lock,
                 seconds=time.perf_counter() - began,
             )
             out.update((seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True))
-        return out
+        # As stored (an engine may keep them compactly): a later search scores the same.
+        stored = self.read(lambda store: store.vectors_by_seq(list(out)))
+        return {seq: stored.get(seq, vec) for seq, vec in out.items()}
 
     def _rebuild(self, progress: Progress | None, report: SyncReport) -> None:
         """Index every file into a fresh index, published atomically by the lifecycle."""
@@ -405,20 +426,27 @@ class IndexManager:
         def fill(fresh: IndexBackend) -> None:
             with fresh.write():
                 fresh.meta_set("identity", json.dumps(self.identity, sort_keys=True))
-            self._sync_files(fresh, report, progress)
+            dirty = self.freshness.scan(fresh, report.skipped)
+            self._sync_files(fresh, report, progress, dirty)
 
         self.lifecycle.rebuild(fill)
 
     def _sync_files(
-        self, store: IndexBackend, report: SyncReport, progress: Progress | None = None
+        self,
+        store: IndexBackend,
+        report: SyncReport,
+        progress: Progress | None = None,
+        dirty: DirtyState | None = None,
     ) -> None:
-        """Phase 1 of a sync into ``store`` (call under the write lock)."""
+        """Phase 1 of a sync into ``store`` (call under the write lock); ``dirty``: the files
+        to look at, when a freshness check found them already."""
         sync_files(
             store,
             self.workspace,
             chunking=self.chunking,
             embedder=self.embedder,
             keyword_tokenizer=self.keyword_tokenizer,
+            dirty=dirty,
             progress=progress,
             report=report,
         )

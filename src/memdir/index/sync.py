@@ -38,7 +38,7 @@ from memdir.errors import PathNotAllowed, ProviderError
 from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
-from memdir.text import KEYWORD_TOKENIZERS
+from memdir.text import KEYWORD_TOKENIZERS, estimate_tokens
 from memdir.workspace import FileEntry, Skipped, Workspace
 
 #: Files larger than this are indexed for keyword search only (embedding them would take
@@ -68,6 +68,10 @@ class SyncReport:
     chunks_written: int = 0
     embedded: int = 0
     cache_hits: int = 0
+    #: Distinct texts the model embedded (``embedded`` counts chunks) and their estimated
+    #: tokens.
+    embedded_texts: int = 0
+    embedded_tokens: int = 0
     pending_vectors: int = 0
     warnings: list[str] = field(default_factory=list)
     #: ``(path, reason)`` of entries the walk left out (symlinks, FIFOs, bad names…).
@@ -91,14 +95,18 @@ class DirtyState:
 
 
 def scan_dirty(
-    store: IndexBackend, workspace: Workspace, skipped: list[Skipped] | None = None
+    store: IndexBackend,
+    workspace: Workspace,
+    skipped: list[Skipped] | None = None,
+    folders: dict[str, int] | None = None,
 ) -> DirtyState:
     """Compare the files on disk with the index using ``lstat`` only (no reads); entries the
-    walk leaves out (symlinks, FIFOs, names that are not UTF-8…) go to ``skipped``."""
+    walk leaves out (symlinks, FIFOs, names that are not UTF-8…) go to ``skipped``, the
+    folders' modification times to ``folders``."""
     known = store.file_rows()
     changed: list[FileEntry] = []
     seen: set[str] = set()
-    for entry in workspace.iter_files(skipped):
+    for entry in workspace.iter_files(skipped, folders):
         seen.add(entry.path)
         row = known.get(entry.path)
         if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
@@ -223,6 +231,9 @@ def _sync_one(
                     tokens=tokenize(piece.text),
                     embedding=cached.get(key) if embed else None,
                     embed=embeddable and embed,
+                    vector_key=key,
+                    start_col=piece.start_col,
+                    end_col=piece.end_col,
                 )
             )
     if warning:
@@ -315,26 +326,40 @@ def embed_pending(
     report = report or SyncReport()
     pending = store.chunks_without_vectors(limit=limit or 10_000_000)
     total = len(pending)
+    # One embedding per distinct text (chunks with the same text share it), in batches of
+    # texts of about the same length.
+    chunks_of: dict[str, list[int]] = {}
+    first: dict[str, tuple[int, str, str]] = {}
+    for seq, digest, text in pending:
+        chunks_of.setdefault(digest, []).append(seq)
+        first.setdefault(digest, (seq, digest, text))
+    unique = sorted(first.values(), key=lambda item: (estimate_tokens(item[2]), item[1]))
     done = 0
-    for start, end in token_batches([text for _, _, text in pending], batch_tokens):
-        batch = pending[start:end]
+    for start, end in token_batches([text for _, _, text in unique], batch_tokens):
+        batch = unique[start:end]
         batch_started = time.perf_counter()
         try:
             vectors, cache_items = embed_chunks(store, embedder, batch, pooling, line_vectors)
         except ProviderError as exc:
             report.warnings.append(f"embedding failed, keyword search only for now: {exc}")
             break
+        # Every chunk of each text gets the text's vector.
+        shared = [(seq, digest, text) for _, digest, text in batch for seq in chunks_of[digest]]
+        copies = [i for i, (_, digest, _) in enumerate(batch) for _ in chunks_of[digest]]
         write_vectors(
             store,
             embedder,
-            batch,
-            vectors,
+            shared,
+            vectors[copies],
             cache_items,
+            pooling=pooling,
             lock=lock,
             seconds=time.perf_counter() - batch_started,
         )
-        done += len(batch)
-        report.embedded += len(batch)
+        done += len(shared)
+        report.embedded += len(shared)
+        report.embedded_texts += len(batch)
+        report.embedded_tokens += sum(estimate_tokens(text) for _, _, text in batch)
         if progress:
             progress("embeddings", done, total)
     report.pending_vectors = total - done
@@ -381,15 +406,22 @@ def write_vectors(
     vectors: Vectors,
     cache_items: Sequence[tuple[str, Vectors]],
     *,
+    pooling: str = "chunk",
     lock: Callable[[], AbstractContextManager[object]] | None = None,
     seconds: float | None = None,
 ) -> None:
     """Store a batch's vectors and cache entries in one short write (under ``lock``), and its
-    throughput when ``seconds`` (the time the model took) is given."""
+    throughput when ``seconds`` (the time the model took) is given. Each chunk's vector is
+    linked to its cache key (:func:`vector_key`), so it is stored once."""
     ids = (embedder.provider, embedder.model_id, embedder.provider_key)
     with lock() if lock else contextlib.nullcontext():
         store.cache_put(*ids, cache_items)
-        store.set_vectors([(seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True)])
+        store.set_vectors(
+            [
+                (seq, vector_key(digest, pooling), vec)
+                for (seq, digest, _), vec in zip(batch, vectors, strict=True)
+            ]
+        )
         if seconds is not None and seconds > 0:
             rate = {"chunks": len(batch), "seconds": round(seconds, 4), "at": time.time()}
             with store.write():
@@ -491,8 +523,9 @@ def _pool_lines(
     pooling: str,
     who: str,
 ) -> tuple[Vectors, list[tuple[str, Vectors]]]:
-    """Vectors of ``batch``'s chunks as the normalised mean of their lines' embeddings, and the
-    cache entries to write (the new line vectors and the pooled chunk vectors).
+    """Vectors of ``batch``'s chunks ``(seq, hash, text)`` as the normalised mean of their
+    lines' embeddings, and the cache entries to write (the new line vectors and the pooled
+    chunk vectors).
 
     Raises:
         ProviderError: the embedder failed or returned the wrong shape.

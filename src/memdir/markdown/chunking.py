@@ -1,31 +1,52 @@
-"""Line-based chunking of Markdown (docs/design.md#chunking).
+"""Content-defined, line-based chunking of Markdown (docs/design.md#chunking).
 
-A chunk holds whole lines until adding the next line would pass ``max_tokens`` (estimated with
-:func:`memdir.text.estimate_tokens`: a CJK character is one token, other text 4 chars a token).
-The next chunk starts with the trailing whole lines of the previous one that fit in
-``overlap_tokens``. A line longer than a chunk is cut into pieces that keep its line number.
-Line numbers are 1-based and inclusive; whitespace-only chunks are dropped.
+A chunk is a run of whole lines of at most ``max_tokens`` estimated tokens
+(:func:`memdir.text.estimate_tokens`: a CJK character is one token, other text 4 characters a
+token). Where one chunk ends depends on the text, not on where the file's first chunk began:
+
+- once a chunk holds ``min_tokens`` (a quarter of ``max_tokens``), it may end before any line that
+  fits; among those candidates the chunk ends before the *strongest* one: a heading (a higher
+  level is stronger), then the first line of a paragraph (after a blank line), then a line
+  whose hash has the most trailing zero bits (a content-defined cut point, as in rsync and
+  content-defined chunking of backups). Ties go to the larger hash value.
+- the rest of a file that fits in one chunk stays one chunk unless it holds a heading or a
+  paragraph start past ``min_tokens``.
+
+So an edit moves the boundaries of its own chunk and perhaps the next, and the chunks after
+that are cut exactly as before: their texts, hashes and vectors are unchanged. With
+``overlap_tokens`` (default 0) the next chunk also starts with the trailing whole lines of the
+previous one that fit in it. A line longer than a chunk is cut into pieces at sentence ends,
+each keeping its line number. Line numbers are 1-based and inclusive; whitespace-only chunks
+are dropped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
+import zlib
 from dataclasses import dataclass
 
 from memdir.text import estimate_tokens
 
 #: Bumped whenever the same text and settings would be cut differently (the index rebuilds).
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "4"
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """A run of lines of one file."""
+    """A run of lines of one file.
+
+    ``start_col``/``end_col`` say where a chunk that begins or ends inside a long line (one cut
+    into pieces) does so, as character offsets in that line; ``0``/``None`` for whole lines.
+    """
 
     start_line: int
     end_line: int
     text: str
+    start_col: int = 0
+    end_col: int | None = None
 
     @property
     def hash(self) -> str:
@@ -38,58 +59,162 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: Strength of a cut before a paragraph's first line (a heading of level h: 200 − h; any
+#: other line: the trailing zero bits of its hash, 0–32).
+PARAGRAPH = 100
+_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]|$)")
+
+
 @dataclass(frozen=True)
 class _Piece:
     line: int
     text: str
     tokens: int
+    #: Where the piece starts in its line, and whether it ends the line.
+    col: int
+    last: bool
+    #: How good a place to end the previous chunk the start of this piece is (see
+    #: :func:`_strength`), then a tie-break that depends only on the piece's text.
+    rank: tuple[int, int]
 
 
-def chunk_markdown(text: str, *, max_tokens: int = 200, overlap_tokens: int = 120) -> list[Chunk]:
-    """Cut ``text`` into overlapping line-based chunks.
+def chunk_markdown(
+    text: str,
+    *,
+    max_tokens: int = 200,
+    overlap_tokens: int = 0,
+    min_tokens: int | None = None,
+) -> list[Chunk]:
+    """Cut ``text`` into content-defined, line-based chunks (see the module docstring).
+
+    The file is first cut into *tiles* at content-defined places (:func:`_next_cut`); each
+    chunk is one tile preceded by the trailing whole lines before it that fit in
+    ``overlap_tokens`` and in what the tile leaves of ``max_tokens``. A tile holds at most
+    ``max_tokens`` tokens without overlap; with it, about what greedy chunks advance by
+    (``max_tokens − overlap_tokens``, up to a quarter more), so the chunks are about as
+    many and as long as greedy ones, and their boundaries still depend only on the text
+    around them.
 
     Args:
         text: the file's content.
         max_tokens: the most estimated tokens in one chunk (at least 1).
         overlap_tokens: how many tokens of trailing whole lines to repeat in the next chunk;
             clamped below ``max_tokens``.
+        min_tokens: a tile ends at a content-defined place only once it holds this many
+            tokens; default a quarter of ``max_tokens`` without overlap, half of a tile's
+            usual size with it (the wider the window, the likelier an edit's shifted window
+            still holds the same strongest cut).
 
     Returns:
         The chunks in file order.
     """
     max_tokens = max(1, max_tokens)
     overlap_tokens = max(0, min(overlap_tokens, max_tokens - 1))
+    if overlap_tokens:
+        step = max_tokens - overlap_tokens
+        high = min(max_tokens, step + step // 4)
+        default_low = step // 2
+    else:
+        high, default_low = max_tokens, max_tokens // 4
+    low = default_low if min_tokens is None else max(0, min(min_tokens, high))
     pieces = _pieces(text, max_tokens)
+    cuts = [0]
+    while cuts[-1] < len(pieces):
+        cuts.append(_next_cut(pieces, cuts[-1], cuts[-1], low, high))
     chunks: list[Chunk] = []
-    current: list[_Piece] = []
-    current_tokens = 0
-    for piece in pieces:
-        if current and current_tokens + piece.tokens > max_tokens:
-            chunks.append(_make_chunk(current))
-            current = _overlap_tail(current, overlap_tokens)
-            current_tokens = sum(p.tokens for p in current)
-            while current and current_tokens + piece.tokens > max_tokens:
-                current_tokens -= current.pop(0).tokens
-        current.append(piece)
-        current_tokens += piece.tokens
-    if current:
-        chunks.append(_make_chunk(current))
+    floor = 0  # where the previous chunk starts: no chunk starts before it
+    for begin, end in itertools.pairwise(cuts):
+        if not any(p.text.strip() for p in pieces[begin:end]):
+            continue  # a blank tile: its overlap alone would repeat the previous chunk
+        start = begin
+        if overlap_tokens and chunks:
+            room = max_tokens - sum(p.tokens for p in pieces[begin:end])
+            start = _overlap_start(pieces, floor, begin, min(overlap_tokens, room))
+            if start == floor:
+                chunks.pop()  # this chunk holds the previous one whole: it replaces it
+        chunks.append(_make_chunk(pieces[start:end]))
+        floor = start
     return [c for c in chunks if c.text.strip()]
+
+
+def _next_cut(pieces: list[_Piece], start: int, new: int, low: int, high: int) -> int:
+    """Where the run that begins at ``start`` ends (exclusive): before the strongest piece
+    among those it may end before, i.e. once it holds ``low`` tokens, while it fits in
+    ``high``, and after at least one piece from ``new`` on."""
+    tokens = 0
+    at = start
+    candidates: list[int] = []
+    while at < len(pieces):
+        if at > new and tokens >= low:
+            candidates.append(at)
+        if at > start and tokens + pieces[at].tokens > high:
+            break
+        tokens += pieces[at].tokens
+        at += 1
+    if at == len(pieces):  # the rest fits: cut only where the text has a natural break
+        candidates = [c for c in candidates if pieces[c].rank[0] >= PARAGRAPH]
+        if not candidates:
+            return at
+    if not candidates:
+        return max(at, new + 1)
+    return max(candidates, key=lambda c: (pieces[c].rank, c))
+
+
+def _overlap_start(pieces: list[_Piece], floor: int, cut: int, budget: int) -> int:
+    """The first piece of the chunk whose tile begins at ``cut``: the trailing whole lines
+    before it that fit in ``budget`` tokens, not before ``floor``."""
+    start = cut
+    total = 0
+    while start > floor:
+        previous = pieces[start - 1]
+        if total + previous.tokens > budget:
+            break
+        total += previous.tokens
+        start -= 1
+    # Whole lines only: never begin inside a line that was cut into pieces.
+    while 0 < start < cut and pieces[start].line == pieces[start - 1].line:
+        start += 1
+    return start
+
+
+def _strength(text: str, previous_blank: bool) -> int:
+    heading = _HEADING_RE.match(text)
+    if heading:
+        return 2 * PARAGRAPH - len(heading.group(1))
+    if not text.strip():
+        return -1
+    if previous_blank:
+        return PARAGRAPH
+    value = zlib.crc32(text.encode("utf-8", "surrogatepass"))
+    return min(32, (value & -value).bit_length() - 1) if value else 32
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` as the chunker numbers them: split at ``\\n``, a final newline
+    starting no extra line, a line's trailing ``\\r`` (CRLF files) dropped."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a final newline ends the last line; it does not start another
+    return [raw[:-1] if raw.endswith("\r") else raw for raw in lines]
 
 
 def _pieces(text: str, max_tokens: int) -> list[_Piece]:
     pieces: list[_Piece] = []
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # a final newline ends the last line; it does not start another
-    for number, raw in enumerate(lines, start=1):
-        line = raw[:-1] if raw.endswith("\r") else raw
+    previous_blank = True
+    for number, line in enumerate(split_lines(text), start=1):
         tokens = estimate_tokens(line)
-        if tokens <= max_tokens:
-            pieces.append(_Piece(number, line, tokens))
-            continue
-        for part in _split_long_line(line, max_tokens):
-            pieces.append(_Piece(number, part, estimate_tokens(part)))
+        parts = [line] if tokens <= max_tokens else _split_long_line(line, max_tokens)
+        col = 0
+        for n, part in enumerate(parts):
+            strength = _strength(part, previous_blank) if n == 0 else _strength(part, False)
+            if n and strength >= PARAGRAPH:  # "#" inside a long line is not a heading
+                strength = 0
+            size = tokens if len(parts) == 1 else estimate_tokens(part)
+            tie = zlib.adler32(part.encode("utf-8", "surrogatepass"))
+            last = n == len(parts) - 1
+            pieces.append(_Piece(number, part, size, col, last, (strength, tie)))
+            col += len(part)
+        previous_blank = not line.strip()
     return pieces
 
 
@@ -135,19 +260,6 @@ def _natural_cut(line: str, start: int, end: int) -> int:
     return space + 1 if space > half else end
 
 
-def _overlap_tail(pieces: list[_Piece], overlap_tokens: int) -> list[_Piece]:
-    """Trailing pieces of the flushed chunk that fit in ``overlap_tokens``."""
-    tail: list[_Piece] = []
-    total = 0
-    for piece in reversed(pieces):
-        if total + piece.tokens > overlap_tokens:
-            break
-        tail.append(piece)
-        total += piece.tokens
-    tail.reverse()
-    return tail
-
-
 def _make_chunk(pieces: list[_Piece]) -> Chunk:
     lines: list[str] = []
     last_line = -1
@@ -157,4 +269,11 @@ def _make_chunk(pieces: list[_Piece]) -> Chunk:
         else:
             lines.append(piece.text)
             last_line = piece.line
-    return Chunk(pieces[0].line, pieces[-1].line, "\n".join(lines))
+    end = pieces[-1]
+    return Chunk(
+        pieces[0].line,
+        end.line,
+        "\n".join(lines),
+        pieces[0].col,
+        None if end.last else end.col + len(end.text),
+    )

@@ -24,7 +24,7 @@ from memdir.index.bm25 import bm25_term, lucene_idf
 from memdir.index.manager import IndexManager, IndexSettings, default_workspace_id
 from memdir.text import index_tokens, query_terms
 from memdir.workspace import Workspace
-from tests.helpers import write
+from tests.helpers import memory_chunks, write
 from tests.index.conftest import drop_workspaces, workspace_ids
 
 # -- configuration (no server needed) ----------------------------------------------------------
@@ -225,7 +225,13 @@ def test_postgres_answers_exactly_like_sqlite(
     on_postgres = _answers(root, embedder)
     monkeypatch.delenv("MEMDIR_INDEX_URL")
     on_sqlite = _answers(root, embedder)
-    assert on_postgres == on_sqlite
+    # The same results in the same order; hybrid scores as close as SQLite's compact vectors
+    # (float16/int8, memdir.index.sqlite.codec) are to PostgreSQL's float32.
+    assert [[hit[:2] for hit in hits] for hits in on_postgres] == [
+        [hit[:2] for hit in hits] for hits in on_sqlite
+    ]
+    for pg_hits, lite_hits in zip(on_postgres, on_sqlite, strict=True):
+        assert [h[2] for h in pg_hits] == pytest.approx([h[2] for h in lite_hits], abs=2e-3)
     assert sum(1 for hits in on_sqlite if hits) >= 9  # the comparison is not vacuous
 
 
@@ -292,7 +298,8 @@ def test_workspaces_in_one_database_do_not_see_each_other(pg: PgHelper, tmp_path
     assert first.keyword_search(KeywordQuery(("betaword",)), 5) == []
     assert second.keyword_search(KeywordQuery(("betaword",)), 5)
     assert first.store().document_frequencies(["alphaword", "betaword"]) == {"alphaword": 1}
-    assert first.store().counts()["chunks"] == second.store().counts()["chunks"] == 2
+    expected = memory_chunks(roots[0]) + 1
+    assert first.store().counts()["chunks"] == second.store().counts()["chunks"] == expected
     query = FakeEmbedder().embed_query("shared words and betaword")
     own = {seq for seq, _ in first.vector_search(query, 10)}
     assert own == {int(s) for s in first.store().all_vectors()[0]}

@@ -130,12 +130,12 @@ def _damaged_index(workspace: Path, files: int = 30) -> Path:
 
 
 def test_salvage_cache_reads_what_is_left(workspace: Path) -> None:
-    from memdir.index.sqlite.lifecycle import salvage_cache
+    from memdir.index.sqlite.salvage import salvage_cache
 
     db = _damaged_index(workspace)
     rows = salvage_cache(db)
-    assert rows and all(len(r) == 7 for r in rows)
-    assert salvage_cache(workspace / "missing.sqlite") == []
+    assert len(rows) and rows.models and all(len(r) == 3 for r in rows.vectors)
+    assert len(salvage_cache(workspace / "missing.sqlite")) == 0
 
 
 def test_a_damaged_file_found_by_a_write_is_replaced_and_rebuilt(workspace: Path) -> None:

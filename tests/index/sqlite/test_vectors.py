@@ -1,4 +1,5 @@
-"""numpy and sqlite-vec vector search return the same top-k."""
+"""Vector search of the SQLite index: exact over the stored vectors, and the compact vector
+format it reads (docs/design.md#vector-search)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from memdir.config import IndexConfig
 from memdir.config_choices import allowed_values
 from memdir.errors import ConfigError
 from memdir.index.manager import IndexManager, IndexSettings
+from memdir.index.sqlite.codec import FLOAT16, INT8, decode, encode
 from memdir.index.sqlite.vectors import (
     VECTOR_BACKENDS,
     NumpyVectorSearch,
-    SqliteVecSearch,
     create_vector_search,
 )
 from memdir.workspace import Workspace
@@ -40,9 +41,9 @@ WORDS = [
 ]
 
 
-def _index(workspace: Path) -> IndexManager:
+def _index(workspace: Path, files: int = 120) -> IndexManager:
     rng = np.random.default_rng(7)
-    for i in range(120):
+    for i in range(files):
         words = rng.choice(WORDS, size=12)
         write(workspace, f"memory/n{i}.md", " ".join(words) + "\n")
     mgr = IndexManager(Workspace(workspace), embedder=FakeEmbedder())
@@ -50,27 +51,57 @@ def _index(workspace: Path) -> IndexManager:
     return mgr
 
 
-def test_numpy_search_returns_exact_top_k(workspace: Path) -> None:
-    mgr = _index(workspace)
-    store = mgr.store()
-    seqs, matrix = store.all_vectors()
-    query = FakeEmbedder().embed_query("alpha beta gamma")
-    hits = NumpyVectorSearch().search(store, query, 10)
+def _same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> None:
+    assert [seq for seq, _ in a] == [seq for seq, _ in b]
+    assert [score for _, score in a] == pytest.approx([score for _, score in b], abs=1e-6)
+
+
+def _exact(mgr: IndexManager, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    seqs, matrix = mgr.store().all_vectors()
     scores = matrix @ query
-    expected = np.sort(scores)[::-1][:10]
-    assert [sc for _, sc in hits] == pytest.approx(list(expected), abs=1e-6)
-    for seq, sc in hits:  # each id really has the score it claims
-        assert scores[list(seqs).index(seq)] == pytest.approx(sc, abs=1e-6)
+    order = np.lexsort((seqs, -scores))[:k]
+    return [(int(seqs[i]), float(scores[i])) for i in order]
 
 
-def test_numpy_cache_sees_new_vectors(workspace: Path) -> None:
+def test_small_index_is_searched_exactly(workspace: Path) -> None:
+    mgr = _index(workspace)
+    query = FakeEmbedder().embed_query("alpha beta gamma")
+    hits = NumpyVectorSearch().search(mgr.store(), query, 10)
+    _same(hits, _exact(mgr, query, 10))
+
+
+def test_search_sees_new_and_deleted_vectors(workspace: Path) -> None:
     mgr = _index(workspace)
     search = NumpyVectorSearch()
     query = FakeEmbedder().embed_query("brandnewword")
     assert all(s < 0.9 for _, s in search.search(mgr.store(), query, 3))
     write(workspace, "memory/new.md", "brandnewword\n")
     mgr.sync()
-    assert search.search(mgr.store(), query, 1)[0][1] > 0.99
+    best = search.search(mgr.store(), query, 1)[0]
+    assert best[1] > 0.99
+    (workspace / "memory" / "new.md").unlink()
+    mgr.sync()
+    assert all(seq != best[0] for seq, _ in search.search(mgr.store(), query, 5))
+
+
+def test_float16_until_the_model_has_a_centre_then_int8() -> None:
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((50, 384)).astype(np.float32) + 0.5  # a common component
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    plain = encode(vecs, None)
+    assert all(b[0] == FLOAT16 and len(b) == 1 + 2 * 384 for b in plain)
+    centre = vecs.mean(axis=0)
+    packed = encode(vecs, centre)
+    assert all(b[0] == INT8 and len(b) == 5 + 384 for b in packed)
+    for blobs, tol in ((plain, 1e-3), (packed, 1e-2)):
+        back = decode(blobs, 384, centre)
+        assert np.allclose(np.linalg.norm(back, axis=1), 1.0, atol=1e-5)
+        assert np.max(np.abs(np.sum(back * vecs, axis=1) - 1.0)) < tol
+
+
+def test_decode_never_raises_on_a_damaged_blob() -> None:
+    back = decode([b"", b"\x02short", b"\x09" * 20], 4, np.zeros(4, np.float32))
+    assert back.shape == (3, 4) and not back.any()
 
 
 def test_unknown_backend_is_a_config_error() -> None:
@@ -85,23 +116,12 @@ def test_every_configurable_backend_exists() -> None:
     assert isinstance(create_vector_search("numpy", Path("unused")), NumpyVectorSearch)
 
 
-def test_sqlite_vec_matches_numpy(workspace: Path) -> None:
-    pytest.importorskip("sqlite_vec")
-    mgr = _index(workspace)
-    store = mgr.store()
-    try:
-        vec = SqliteVecSearch(mgr.path)
-    except Exception as exc:  # pragma: no cover - depends on the SQLite build
-        pytest.skip(f"sqlite-vec cannot load here: {exc}")
-    numpy_search = NumpyVectorSearch()
-    emb = FakeEmbedder()
-    for text in ["alpha beta", "kappa lambda mu", "omicron", "zeta eta theta iota"]:
-        query = emb.embed_query(text)
-        a = numpy_search.search(store, query, 15)
-        b = vec.search(store, query, 15)
-        assert [round(s, 4) for _, s in a] == pytest.approx([round(s, 4) for _, s in b], abs=1e-4)
-        # Ties may order differently; compare ids with equal scores as sets.
-        assert {s for s, sc in a if sc > a[-1][1] + 1e-5} == {
-            s for s, sc in b if sc > a[-1][1] + 1e-5
-        }
-    vec.close()
+def test_sqlite_vec_is_an_old_name_for_the_same_search(workspace: Path) -> None:
+    mgr = IndexManager(
+        Workspace(_index(workspace).workspace.root),
+        embedder=FakeEmbedder(),
+        settings=IndexSettings(vector_backend="sqlite-vec"),
+    )
+    query = FakeEmbedder().embed_query("alpha beta")
+    _same(mgr.vector_search(query, 5), _exact(mgr, query, 5))
+    assert any("sqlite-vec is no longer used" in note for note in mgr.notes)

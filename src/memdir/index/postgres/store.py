@@ -386,9 +386,10 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
         ).fetchall()
         return {int(seq): str(tokens).split() for seq, tokens in rows}
 
-    def set_vectors(self, items: Sequence[tuple[int, Vectors]]) -> None:
+    def set_vectors(self, items: Sequence[tuple[int, str, Vectors]]) -> None:
+        """Store chunk vectors (the caller has put them in the cache under their keys too)."""
         with self.write():
-            self._insert_vectors(items, upsert=True)
+            self._insert_vectors([(seq, vec) for seq, _, vec in items], upsert=True)
 
     def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]:
         if not seqs:

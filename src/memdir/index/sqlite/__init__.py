@@ -1,11 +1,13 @@
 """The index in one SQLite file per workspace (the default engine).
 
 - :mod:`.schema` — the numbered, append-only migrations and the tables.
-- :mod:`.store` — :class:`SqliteStore`, the :class:`~memdir.index.base.IndexBackend`; its FTS5
-  keyword candidates live in :mod:`.fts`.
-- :mod:`.vectors` — vector search over the stored blobs: numpy (default) or sqlite-vec.
+- :mod:`.store` — :class:`SqliteStore`, the :class:`~memdir.index.base.IndexBackend`; its parts:
+  :mod:`.meta` (transactions, meta, counters), :mod:`.fts` (keyword candidates),
+  :mod:`.embeddings` (vectors stored once: the embedding cache) and :mod:`.codec`
+  (the compact vector format).
+- :mod:`.vectors` — vector search: exact, over a matrix decoded once per index generation.
 - :mod:`.lifecycle` — :class:`SqliteLifecycle`: the file's location, writer lock, rebuild by
-  swap, corrupt-file recovery.
+  swap, corrupt-file recovery; :mod:`.salvage` moves the embedding cache between files.
 """
 
 from memdir.index.sqlite.lifecycle import INDEX_NAME, SqliteLifecycle
@@ -14,7 +16,6 @@ from memdir.index.sqlite.store import SqliteStore, connect
 from memdir.index.sqlite.vectors import (
     VECTOR_BACKENDS,
     NumpyVectorSearch,
-    SqliteVecSearch,
     SqliteVectorSearch,
     create_vector_search,
 )
@@ -26,7 +27,6 @@ __all__ = [
     "NumpyVectorSearch",
     "SqliteLifecycle",
     "SqliteStore",
-    "SqliteVecSearch",
     "SqliteVectorSearch",
     "connect",
     "create_vector_search",

@@ -37,6 +37,7 @@ from memdir.embeddings.base import Vectors
 from memdir.errors import IndexStoreError
 from memdir.fileio import pid_alive
 from memdir.index.base import IndexBackend, LifecycleOptions
+from memdir.index.sqlite.salvage import read_cache, salvage_cache, write_cache
 from memdir.index.sqlite.schema import SCHEMA_VERSION
 from memdir.index.sqlite.store import SqliteStore
 from memdir.index.sqlite.vectors import SqliteVectorSearch, create_vector_search
@@ -67,6 +68,13 @@ class SqliteLifecycle:
         self.path = folder / INDEX_NAME
         self.location = str(self.path)
         self.vector_backend = options.vector_backend
+        if options.vector_backend == "sqlite-vec":
+            self.notes.append(
+                "vector_backend = sqlite-vec is no longer used: vectors are searched exactly "
+                "with numpy over the stored vectors (docs/design.md#vector-search)"
+            )
+        self._space = options.embedding
+        self._texts = options.texts
         self._lock = FileLock(str(folder / "index.lock"))
         self._store: SqliteStore | None = None
         self._inode: int | None = None
@@ -75,6 +83,9 @@ class SqliteLifecycle:
         if removed:
             self.notes.append(f"removed {len(removed)} file(s) of interrupted index rebuilds")
 
+    def _open(self, path: Path) -> SqliteStore:
+        return SqliteStore.open(path, space=self._space, texts=self._texts)
+
     def store(self) -> SqliteStore:
         """The open store, reopened when another process swapped the file."""
         inode = _inode(self.path)
@@ -82,7 +93,7 @@ class SqliteLifecycle:
             return self._store
         self._close_store()
         try:
-            store = SqliteStore.open(self.path)
+            store = self._open(self.path)
             store.meta_get("identity")
         except sqlite3.DatabaseError as exc:
             with self.write_lock():
@@ -90,13 +101,13 @@ class SqliteLifecycle:
         self._store, self._inode = store, _inode(self.path)
         return store
 
-    def _recover(self, exc: Exception) -> SqliteStore:
+    def _recover(self, exc: Exception, *, damaged: bool = False) -> SqliteStore:
         """Move an unreadable or damaged database aside and start a new one that keeps what
         could be read of its embedding cache (call under the lock)."""
         try:  # another process may have recovered it while we waited for the lock
-            store = SqliteStore.open(self.path)
+            store = self._open(self.path)
             store.meta_get("identity")
-            if not is_damage(exc) or _quick_check(store) == "ok":
+            if not (damaged or is_damage(exc)) or _quick_check(store) == "ok":
                 return store
             store.close()
         except sqlite3.DatabaseError:
@@ -110,10 +121,10 @@ class SqliteLifecycle:
                 os.unlink(str(self.path) + suffix)
         _drop_old_copies(self.path.parent)
         try:
-            store = SqliteStore.open(self.path)
+            store = self._open(self.path)
             if salvaged:
                 with store.write() as conn:
-                    conn.executemany(_CACHE_INSERT, salvaged)
+                    write_cache(conn, salvaged)
         except sqlite3.DatabaseError as again:
             raise IndexStoreError(f"cannot create an index at {self.path}: {again}") from again
         self.notes.append(
@@ -126,13 +137,25 @@ class SqliteLifecycle:
     def recover(self, exc: BaseException) -> bool:
         """After a failed write: when the file turns out damaged, move it aside and start a
         fresh index (the caller then syncs again). False when ``exc`` is not damage."""
-        if not isinstance(exc, sqlite3.DatabaseError) or not is_damage(exc):
+        if not isinstance(exc, sqlite3.DatabaseError):
+            return False
+        # An error that does not name damage may still come from it (a damaged page under an
+        # FTS5 table says "vtable constructor failed"): the file's own check decides.
+        busy = any(w in str(exc).lower() for w in ("locked", "busy"))
+        damaged = is_damage(exc) or (not busy and self._check_fails())
+        if not damaged:
             return False
         self._close_store()
         with self.write_lock():
-            self._store = self._recover(exc)
+            self._store = self._recover(exc, damaged=True)
             self._inode = _inode(self.path)
         return True
+
+    def _check_fails(self) -> bool:
+        try:
+            return _quick_check(self.store()) != "ok"
+        except sqlite3.DatabaseError:
+            return True
 
     def vectors(self) -> SqliteVectorSearch:
         if self._vectors is None:
@@ -160,7 +183,7 @@ class SqliteLifecycle:
         tmp = self.path.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
         _remove_db(tmp)
         try:
-            fresh = SqliteStore.open(tmp)
+            fresh = self._open(tmp)
             try:
                 _copy_cache(old, fresh)
                 fill(fresh)
@@ -238,39 +261,6 @@ def _quick_check(store: SqliteStore) -> str:
     return str(rows[0][0]) if rows else "no answer"
 
 
-_CACHE_COLUMNS = "provider, model, provider_key, hash, dims, embedding, created_at"
-_CACHE_INSERT = (
-    f"INSERT OR IGNORE INTO embedding_cache({_CACHE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def salvage_cache(path: Path, batch: int = 256) -> list[tuple[Any, ...]]:
-    """The embedding-cache rows of a damaged index that can still be read, range by range of
-    rowids (a damaged page loses its own rows, not the rest). Read-only; never raises."""
-    rows: list[tuple[Any, ...]] = []
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return rows
-    try:
-        top = conn.execute("SELECT max(rowid) FROM embedding_cache").fetchone()[0] or 0
-    except sqlite3.Error:
-        top = 1 << 20  # the b-tree's root is damaged: try the usual range anyway
-    try:
-        for low in range(0, int(top) + 1, batch):
-            with contextlib.suppress(sqlite3.Error):
-                rows.extend(
-                    conn.execute(
-                        f"SELECT {_CACHE_COLUMNS} FROM embedding_cache "
-                        "WHERE rowid >= ? AND rowid < ?",
-                        (low, low + batch),
-                    ).fetchall()
-                )
-    finally:
-        conn.close()
-    return rows
-
-
 def clean_stale_rebuilds(folder: Path) -> list[str]:
     """Remove ``index.sqlite.rebuild-<pid>`` files whose process is gone or that are older
     than :data:`STALE_REBUILD_S`; returns their names."""
@@ -316,8 +306,8 @@ def _remove_db(path: Path) -> None:
 def _copy_cache(old: SqliteStore, fresh: SqliteStore) -> None:
     """Seed the new database's embedding cache from the old one (best effort)."""
     try:
-        rows = old.conn.execute(f"SELECT {_CACHE_COLUMNS} FROM embedding_cache").fetchall()
+        rows = read_cache(old.conn)
     except sqlite3.DatabaseError:
         rows = salvage_cache(old.path)  # a damaged file: what can still be read
     with fresh.write() as conn:
-        conn.executemany(_CACHE_INSERT, rows)
+        write_cache(conn, rows)

@@ -1,29 +1,39 @@
 """The SQLite index's data: :class:`SqliteStore`, the :class:`~memdir.index.base.IndexBackend`
-of :mod:`memdir.index.sqlite`.
+of :mod:`memdir.index.sqlite` (tables: :mod:`memdir.index.sqlite.schema`).
 
-Everything here is a cache of the Markdown files. One :class:`SqliteStore` wraps one connection
-in autocommit mode; every multi-row write runs inside :meth:`SqliteStore.write` (``BEGIN
-IMMEDIATE`` … ``COMMIT``), so readers in other processes see a file's old chunks or its new ones,
-never half. WAL mode lets readers run while a writer writes; a busy timeout absorbs short waits.
+Everything here is a cache of the Markdown files, and the files keep what the index need not:
+a chunk's text is read back from its file (:data:`~memdir.index.base.ChunkTexts`, given by the
+manager) and checked against the chunk's hash, so the index does not hold the notes a second
+time. One :class:`SqliteStore` wraps one connection in autocommit mode; every multi-row write
+runs inside :meth:`SqliteStore.write` (``BEGIN IMMEDIATE`` … ``COMMIT``), so readers in other
+processes see a file's old chunks or its new ones, never half. WAL mode lets readers run while
+a writer writes; a busy timeout absorbs short waits. Counters in ``meta`` change in the same
+transactions, so :meth:`SqliteStore.counts` reads them instead of counting rows.
 """
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
-
-from memdir.embeddings.base import Vectors
-from memdir.index.base import ChunkRow, FileRow, NewChunk
-from memdir.index.sqlite.fts import SqliteKeywordSearch
-from memdir.index.sqlite.schema import migrate
+from memdir.index.base import (
+    ChunkRow,
+    ChunkTexts,
+    EmbeddingSpace,
+    FileRow,
+    NewChunk,
+    TextSpan,
+)
+from memdir.index.sqlite.embeddings import SqliteEmbeddings
+from memdir.index.sqlite.fts import SqliteKeywordSearch, pack_tokens, unpack_tokens
+from memdir.index.sqlite.meta import BUSY_TIMEOUT_S
+from memdir.index.sqlite.schema import hash_key, hash_text, migrate
+from memdir.index.sync import chunk_id
 from memdir.sqlitedb import open_wal
-
-BUSY_TIMEOUT_S = 30.0
 
 __all__ = ["ChunkRow", "FileRow", "NewChunk", "SqliteStore", "connect"]
 
@@ -37,64 +47,42 @@ def connect(path: Path) -> sqlite3.Connection:
     return open_wal(path, timeout=BUSY_TIMEOUT_S, migrate=migrate, foreign_keys=True)
 
 
-class SqliteStore(SqliteKeywordSearch):
-    """Files, chunks, FTS, vectors, embedding cache and meta in one SQLite database.
+class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
+    """Files, chunks, keyword index, vectors (the embedding cache) and meta in one SQLite
+    database. Implements :class:`memdir.index.base.IndexBackend`.
 
-    Implements :class:`memdir.index.base.IndexBackend`.
+    Args:
+        space: the embedding model of the index's vectors (None: keyword-only).
+        texts: reads chunk texts back from their files; without it (a store opened on its own,
+            as in tests) chunks come back with empty text.
     """
 
     backend = "sqlite"
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        *,
+        space: EmbeddingSpace | None = None,
+        texts: ChunkTexts | None = None,
+    ) -> None:
         self.conn = conn
         self.path = path
+        self.space = space
+        self.texts = texts
 
     @classmethod
-    def open(cls, path: Path) -> SqliteStore:
+    def open(
+        cls, path: Path, *, space: EmbeddingSpace | None = None, texts: ChunkTexts | None = None
+    ) -> SqliteStore:
         """Open the database at ``path`` (see :func:`connect`)."""
-        return cls(connect(path), path)
+        return cls(connect(path), path, space=space, texts=texts)
 
     def close(self) -> None:
         self.conn.close()
 
-    # -- transactions -----------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-
-    # -- meta -------------------------------------------------------------------------------
-
-    def meta_get(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def meta_set(self, key: str, value: str) -> None:
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
-    def generation(self) -> int:
-        """A counter bumped by every write that changes chunks or vectors."""
-        value = self.meta_get("generation")
-        return int(value) if value else 0
-
-    def _bump_generation(self) -> None:
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES ('generation', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
-
-    # -- files and chunks -------------------------------------------------------------------
+    # -- files --------------------------------------------------------------------------
 
     def file_rows(self) -> dict[str, FileRow]:
         rows = self.conn.execute(
@@ -115,49 +103,73 @@ class SqliteStore(SqliteKeywordSearch):
         chunks: Sequence[NewChunk],
     ) -> None:
         """Replace everything indexed for ``path`` in one transaction."""
-        now = time.time()
         with self.write() as conn:
-            self._delete_chunks(path)
+            row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+            if row is not None:
+                self._delete_chunks(int(row[0]))
             conn.execute(
                 "INSERT INTO files(path, source, hash, mtime_ns, size, indexed_at, warning) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
                 "source = excluded.source, hash = excluded.hash, mtime_ns = excluded.mtime_ns, "
                 "size = excluded.size, indexed_at = excluded.indexed_at, "
                 "warning = excluded.warning",
-                (path, source, hash, mtime_ns, size, now, warning),
+                (path, source, hash, mtime_ns, size, time.time(), warning),
             )
-            for chunk in chunks:
-                cur = conn.execute(
-                    "INSERT INTO chunks(id, path, source, start_line, end_line, hash, model, "
-                    "text, embeddable, token_count, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT(id) DO NOTHING",
-                    (
-                        chunk.id,
-                        path,
-                        source,
-                        chunk.start_line,
-                        chunk.end_line,
-                        chunk.hash,
-                        model,
-                        chunk.text,
-                        int(chunk.embed),
-                        len(chunk.tokens.split()),
-                        now,
-                    ),
-                )
-                if cur.rowcount == 0:
-                    continue  # the same chunk twice in one file: keep one
-                seq = cur.lastrowid
-                conn.execute(
-                    "INSERT INTO chunks_fts(rowid, tokens) VALUES (?, ?)", (seq, chunk.tokens)
-                )
-                if chunk.embedding is not None:
-                    conn.execute(
-                        "INSERT INTO vectors(seq, embedding) VALUES (?, ?)",
-                        (seq, _to_blob(chunk.embedding)),
-                    )
+            if row is None:
+                self._add_counts({"files": 1})
+            file_id = int(
+                conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()[0]
+            )
+            self._insert_chunks(file_id, chunks)
             self._bump_generation()
+
+    def _insert_chunks(self, file_id: int, chunks: Sequence[NewChunk]) -> None:
+        model = self.bound_model()
+        ids = self._vector_ids(model.id, chunks) if model is not None else {}
+        counts: Counter[str] = Counter()
+        for chunk in {c.id: c for c in chunks}.values():  # the same chunk twice: keep one
+            words = chunk.tokens.split()
+            vector = ids.get(chunk.vector_key) if chunk.embedding is not None else None
+            cur = self.conn.execute(
+                "INSERT INTO chunks(file, start_line, end_line, start_col, end_col, hash, "
+                "vector, embeddable, token_count, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    file_id,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.start_col or None,
+                    chunk.end_col,
+                    bytes.fromhex(chunk.hash),
+                    vector,
+                    int(chunk.embed),
+                    len(words),
+                    pack_tokens(chunk.tokens),
+                ),
+            )
+            seq = int(cur.lastrowid or 0)
+            self.conn.execute(
+                "INSERT INTO chunks_fts(rowid, tokens) VALUES (?, ?)", (seq, chunk.tokens)
+            )
+            counts.update(chunks=1, tokens=len(words))
+            if vector is not None:
+                counts["vectors"] += 1
+            elif chunk.embed:
+                counts["pending"] += 1
+        self._add_counts(counts)
+
+    def _vector_ids(self, model_id: int, chunks: Sequence[NewChunk]) -> dict[str, int]:
+        """The ``embeddings`` row of each chunk's vector key that has one."""
+        keys = list({c.vector_key for c in chunks if c.embedding is not None and c.vector_key})
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for rowid, key in self.conn.execute(
+                f"SELECT id, hash FROM embeddings WHERE model = ? AND hash IN ({marks})",
+                [model_id, *(hash_key(k) for k in part)],
+            ):
+                found[hash_text(key)] = int(rowid)
+        return found
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
         """Record a new (mtime, size) for a file whose content hash did not change."""
@@ -171,18 +183,42 @@ class SqliteStore(SqliteKeywordSearch):
         removed = 0
         with self.write() as conn:
             for path in paths:
-                self._delete_chunks(path)
-                removed += conn.execute("DELETE FROM files WHERE path = ?", (path,)).rowcount
+                row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+                if row is None:
+                    continue
+                self._delete_chunks(int(row[0]))
+                conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+                removed += 1
             if removed:
+                self._add_counts({"files": -removed})
                 self._bump_generation()
         return removed
 
-    def _delete_chunks(self, path: str) -> None:
-        seqs = [r[0] for r in self.conn.execute("SELECT seq FROM chunks WHERE path = ?", (path,))]
-        for seq in seqs:
-            self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (seq,))
-            self.conn.execute("DELETE FROM vectors WHERE seq = ?", (seq,))
-        self.conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+    def _delete_chunks(self, file_id: int) -> None:
+        """Delete a file's chunks with their keyword entries (a contentless FTS5 table is told
+        the tokens it indexed), and count what left."""
+        rows = self.conn.execute(
+            "SELECT seq, tokens, token_count, vector, embeddable FROM chunks WHERE file = ?",
+            (file_id,),
+        ).fetchall()
+        if not rows:
+            return
+        counts: Counter[str] = Counter()
+        for seq, blob, token_count, vector, embeddable in rows:
+            tokens = unpack_tokens(blob)
+            self.conn.execute(
+                "INSERT INTO chunks_fts(chunks_fts, rowid, tokens) VALUES ('delete', ?, ?)",
+                (seq, tokens),
+            )
+            counts.update(chunks=-1, tokens=-int(token_count))
+            if vector is not None:
+                counts["vectors"] -= 1
+            elif embeddable:
+                counts["pending"] -= 1
+        self.conn.execute("DELETE FROM chunks WHERE file = ?", (file_id,))
+        self._add_counts(counts)
+
+    # -- chunks -------------------------------------------------------------------------
 
     def chunks_without_vectors(
         self,
@@ -191,7 +227,9 @@ class SqliteStore(SqliteKeywordSearch):
         newest_first: bool = False,
         seqs: Sequence[int] | None = None,
     ) -> list[tuple[int, str, str]]:
-        """``(seq, hash, text)`` of chunks that still need an embedding."""
+        """``(seq, hash, text)`` of chunks that still need an embedding: in ``seq`` order, or
+        the most recently modified files' first; only among ``seqs`` when given. A chunk whose
+        file no longer holds its text is left out (the next sync replaces it)."""
         if seqs is not None and not seqs:
             return []
         order = "f.mtime_ns DESC, c.seq" if newest_first else "c.seq"
@@ -199,64 +237,78 @@ class SqliteStore(SqliteKeywordSearch):
         if seqs is not None:
             among = f" AND c.seq IN ({','.join('?' * len(seqs))})"
             args = [int(s) for s in seqs]
-        rows = self.conn.execute(
-            "SELECT c.seq, c.hash, c.text FROM chunks c LEFT JOIN vectors v ON v.seq = c.seq "
-            "JOIN files f ON f.path = c.path "
-            f"WHERE v.seq IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
-            (*args, limit),
-        ).fetchall()
-        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+        wanted = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT c.seq FROM chunks c JOIN files f ON f.id = c.file "
+                f"WHERE c.vector IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
+                (*args, limit),
+            )
+        ]
+        rows = self.chunks_by_seq(wanted)
+        return [(seq, _hash_of(rows[seq]), rows[seq].text) for seq in wanted if seq in rows]
 
     def chunk_tokens(self, seqs: Sequence[int]) -> dict[int, list[str]]:
-        out: dict[int, list[str]] = {}
+        """The stored keyword tokens of these chunks."""
+        return {seq: tokens.split() for seq, tokens in self.stored_tokens(seqs)}
+
+    def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]:
+        """These chunks with their text read back from the files (see the module docstring);
+        a chunk whose file changed since it was indexed is left out."""
+        found: list[tuple[int, str, str, TextSpan, bytes]] = []
         for start in range(0, len(seqs), 500):
             part = [int(s) for s in seqs[start : start + 500]]
             marks = ",".join("?" * len(part))
-            for seq, tokens in self.conn.execute(
-                f"SELECT rowid, tokens FROM chunks_fts WHERE rowid IN ({marks})", part
-            ):
-                out[int(seq)] = str(tokens).split()
-        return out
-
-    def set_vectors(self, items: Sequence[tuple[int, Vectors]]) -> None:
-        """Store embeddings for existing chunks (skipping chunks deleted meanwhile)."""
-        with self.write() as conn:
-            for seq, vec in items:
-                conn.execute(
-                    "INSERT INTO vectors(seq, embedding) SELECT ?, ? "
-                    "WHERE EXISTS (SELECT 1 FROM chunks WHERE seq = ?) "
-                    "ON CONFLICT(seq) DO UPDATE SET embedding = excluded.embedding",
-                    (seq, _to_blob(vec), seq),
-                )
-            self._bump_generation()
-
-    def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]:
-        out: dict[int, ChunkRow] = {}
-        for start in range(0, len(seqs), 500):
-            part = list(seqs[start : start + 500])
-            marks = ",".join("?" * len(part))
-            for r in self.conn.execute(
-                "SELECT seq, id, path, source, start_line, end_line, text FROM chunks "
-                f"WHERE seq IN ({marks})",
+            for seq, path, source, s, e, sc, ec, digest in self.conn.execute(
+                "SELECT c.seq, f.path, f.source, c.start_line, c.end_line, c.start_col, "
+                "c.end_col, c.hash FROM chunks c JOIN files f ON f.id = c.file "
+                f"WHERE c.seq IN ({marks})",
                 part,
             ):
-                out[int(r[0])] = ChunkRow(*r)
+                found.append((int(seq), path, source, TextSpan(s, e, sc or 0, ec), digest))
+        texts = self._read_texts(found)
+        model = self.space.model if self.space is not None else "fts"
+        out: dict[int, ChunkRow] = {}
+        for (seq, path, source, span, digest), text in zip(found, texts, strict=True):
+            if text is None:
+                continue
+            out[seq] = ChunkRow(
+                seq,
+                chunk_id(source, path, span.start_line, span.end_line, digest.hex(), model),
+                path,
+                source,
+                span.start_line,
+                span.end_line,
+                text,
+            )
         return out
 
+    def _read_texts(
+        self, found: Sequence[tuple[int, str, str, TextSpan, bytes]]
+    ) -> list[str | None]:
+        """The texts of ``found`` chunks from their files, None where the text no longer
+        matches the chunk's hash; all empty without a reader."""
+        if self.texts is None:
+            return ["" for _ in found]
+        by_path: dict[str, list[int]] = {}
+        for i, (_, path, _, _, _) in enumerate(found):
+            by_path.setdefault(path, []).append(i)
+        texts: list[str | None] = [None] * len(found)
+        for path, positions in by_path.items():
+            read = self.texts(path, [found[i][3] for i in positions])
+            for i, text in zip(positions, read, strict=True):
+                if text is not None and hashlib.sha256(text.encode()).digest() == found[i][4]:
+                    texts[i] = text
+        return texts
+
     def counts(self) -> dict[str, int]:
-        """Row counts for status: files, chunks, vectors, pending embeddings, cache size."""
-        q = self.conn.execute
+        """Counts for status: files, chunks, vectors, pending embeddings, cache size."""
         return {
-            "files": int(q("SELECT count(*) FROM files").fetchone()[0]),
-            "chunks": int(q("SELECT count(*) FROM chunks").fetchone()[0]),
-            "vectors": int(q("SELECT count(*) FROM vectors").fetchone()[0]),
-            "pending_vectors": int(
-                q(
-                    "SELECT count(*) FROM chunks c LEFT JOIN vectors v ON v.seq = c.seq "
-                    "WHERE v.seq IS NULL AND c.embeddable = 1"
-                ).fetchone()[0]
-            ),
-            "cached_embeddings": int(q("SELECT count(*) FROM embedding_cache").fetchone()[0]),
+            "files": self.counter("files"),
+            "chunks": self.counter("chunks"),
+            "vectors": self.counter("vectors"),
+            "pending_vectors": self.counter("pending"),
+            "cached_embeddings": self.counter("embeddings"),
         }
 
     def file_mtimes(self, *, source: str) -> dict[str, float]:
@@ -269,60 +321,6 @@ class SqliteStore(SqliteKeywordSearch):
         rows = self.conn.execute("SELECT path, warning FROM files WHERE warning IS NOT NULL")
         return {str(p): str(w) for p, w in rows}
 
-    # -- vectors ----------------------------------------------------------------------------
 
-    def all_vectors(self) -> tuple[np.ndarray, Vectors]:
-        """All stored vectors as ``(seqs, matrix)``; the matrix is empty when there are none."""
-        rows = self.conn.execute("SELECT seq, embedding FROM vectors ORDER BY seq").fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        return seqs, matrix.reshape(len(rows), -1)
-
-    def vectors_by_seq(self, seqs: Sequence[int]) -> dict[int, Vectors]:
-        out: dict[int, Vectors] = {}
-        for start in range(0, len(seqs), 500):
-            part = [int(s) for s in seqs[start : start + 500]]
-            marks = ",".join("?" * len(part))
-            for seq, blob in self.conn.execute(
-                f"SELECT seq, embedding FROM vectors WHERE seq IN ({marks})", part
-            ):
-                out[int(seq)] = np.frombuffer(blob, dtype=np.float32)
-        return out
-
-    # -- embedding cache --------------------------------------------------------------------
-
-    def cache_get(
-        self, provider: str, model: str, provider_key: str, hashes: Sequence[str]
-    ) -> dict[str, Vectors]:
-        out: dict[str, Vectors] = {}
-        for start in range(0, len(hashes), 500):
-            part = list(hashes[start : start + 500])
-            marks = ",".join("?" * len(part))
-            for h, blob in self.conn.execute(
-                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
-                f"AND provider_key = ? AND hash IN ({marks})",
-                [provider, model, provider_key, *part],
-            ):
-                out[str(h)] = np.frombuffer(blob, dtype=np.float32)
-        return out
-
-    def cache_put(
-        self, provider: str, model: str, provider_key: str, items: Sequence[tuple[str, Vectors]]
-    ) -> None:
-        now = time.time()
-        with self.write() as conn:
-            self._bump_generation()  # the cache size is part of counts()
-            conn.executemany(
-                "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
-                "dims, embedding, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (provider, model, provider_key, h, int(v.shape[-1]), _to_blob(v), now)
-                    for h, v in items
-                ],
-            )
-
-
-def _to_blob(vec: Vectors) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+def _hash_of(row: ChunkRow) -> str:
+    return hashlib.sha256(row.text.encode("utf-8")).hexdigest()

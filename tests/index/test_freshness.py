@@ -1,0 +1,119 @@
+"""What a search looks at before answering (docs/design.md#index): every file only when a
+folder changed, this process wrote, a watcher has unsynced changes, or the last look is old."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import memdir.index.freshness as freshness
+import memdir.index.sync as sync_module
+from memdir import FakeEmbedder, Memory
+from memdir.watch import WorkspaceWatcher
+from tests.helpers import write
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts full looks at the files (calls of scan_dirty by the freshness check)."""
+    calls: list[int] = []
+    real = sync_module.scan_dirty
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(freshness, "scan_dirty", counting)
+    return calls
+
+
+def _edit_in_place(path: Path, text: str) -> None:
+    """Rewrite a file's content without touching its folder (as an editor saving in place)."""
+    with path.open("r+", encoding="utf-8") as fh:
+        fh.seek(0)
+        fh.write(text)
+        fh.truncate()
+    later = time.time_ns() + 1_000_000_000
+    os.utime(path, ns=(later, later))
+
+
+@pytest.fixture
+def searched(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    """A Memory over one note that has searched once; full looks only when something says so
+    (the interval is an hour)."""
+    monkeypatch.setattr(freshness, "FULL_SCAN_S", 3600.0)
+    write(workspace, "memory/a.md", "the heron nests by the pond\n")
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.search("heron")
+        yield mem
+
+
+def test_repeated_searches_do_not_look_at_every_file(searched: Memory, scans: list[int]) -> None:
+    looked = len(scans)
+    for _ in range(5):
+        assert searched.search("heron").results
+    assert len(scans) == looked
+
+
+def test_a_new_or_deleted_file_is_seen_at_once(searched: Memory, workspace: Path) -> None:
+    write(workspace, "memory/b.md", "a zeppelin over the lake\n")  # another program
+    assert searched.search("zeppelin").results[0].path == "memory/b.md"
+    (workspace / "memory" / "b.md").unlink()
+    assert not any(r.path == "memory/b.md" for r in searched.search("zeppelin").results)
+
+
+def test_a_rename_and_an_editor_save_by_rename_are_seen_at_once(
+    searched: Memory, workspace: Path
+) -> None:
+    (workspace / "memory" / "a.md").rename(workspace / "memory" / "b.md")
+    assert [r.path for r in searched.search("heron").results] == ["memory/b.md"]
+    # An editor saves by writing a temporary file and renaming it over the note.
+    tmp = write(workspace, "memory/.b.md.swp", "a kingfisher dives in the pond\n")
+    os.replace(tmp, workspace / "memory" / "b.md")
+    assert searched.search("kingfisher").results[0].path == "memory/b.md"
+
+
+def test_an_edit_in_place_is_seen_within_the_full_scan_interval(
+    searched: Memory, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _edit_in_place(workspace / "memory" / "a.md", "a kingfisher dives in the pond\n")
+    assert not searched.search("kingfisher").results  # the folder did not change
+    monkeypatch.setattr(freshness, "FULL_SCAN_S", 0.0)  # the interval has passed
+    assert searched.search("kingfisher").results[0].path == "memory/a.md"
+
+
+def test_what_this_process_writes_is_seen_at_once(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(freshness, "FULL_SCAN_S", 3600.0)
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.search("anything")
+        mem.write("the kingfisher nests in the riverbank")  # appends to today's log in place
+        assert mem.search("kingfisher riverbank").results
+
+
+def test_with_a_watcher_a_search_looks_only_at_unsynced_changes(
+    workspace: Path, scans: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(freshness, "FULL_SCAN_S", 0.0)  # without the watcher: every search
+    write(workspace, "memory/a.md", "the heron nests by the pond\n")
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        with WorkspaceWatcher(mem, debounce=0.2) as watcher:
+            deadline = time.monotonic() + 10
+            while watcher.unsynced() and time.monotonic() < deadline:
+                time.sleep(0.05)  # the initial sync
+            looked = len(scans)
+            for _ in range(3):
+                mem.search("heron")
+            assert len(scans) == looked
+            path = workspace / "memory" / "a.md"
+            _edit_in_place(path, "a kingfisher dives in the pond\n")
+            deadline = time.monotonic() + 10
+            while not mem.search("kingfisher").results and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert mem.search("kingfisher").results[0].path == "memory/a.md"
+        assert mem.index.freshness.watcher is None
