@@ -81,23 +81,6 @@ class EmbeddingSpace:
 
 
 @dataclass(frozen=True)
-class TextSpan:
-    """Where a chunk's text is in its file: lines ``start_line..end_line`` (1-based,
-    inclusive), the first from character ``start_col``, the last up to ``end_col``."""
-
-    start_line: int
-    end_line: int
-    start_col: int = 0
-    end_col: int | None = None
-
-
-#: Reads chunk texts back from a file: ``(path as indexed, spans) → texts`` (None for a span the
-#: file no longer has, or all None when it cannot be read). An engine that does not store the
-#: text (SQLite) checks what it gets against the chunk's hash.
-ChunkTexts = Callable[[str, Sequence[TextSpan]], list[str | None]]
-
-
-@dataclass(frozen=True)
 class ChunkRow:
     """A stored chunk."""
 
@@ -335,8 +318,6 @@ class LifecycleOptions:
     dims: int = 0
     #: The embedding model of the index's vectors (None: keyword-only).
     embedding: EmbeddingSpace | None = None
-    #: How the engine reads chunk texts back from the files, if it does not store them.
-    texts: ChunkTexts | None = None
     #: Why the state folder is not the workspace's own, if it is not (SQLite reports it).
     state_note: str | None = None
     #: Notes for ``memdir status`` (recoveries, fallbacks); the lifecycle appends to it.

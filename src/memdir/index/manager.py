@@ -55,7 +55,6 @@ from memdir.index.sync import (
     sync_files,
     write_vectors,
 )
-from memdir.index.texts import ChunkTextReader
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
@@ -221,7 +220,6 @@ class IndexManager:
                     if embedder is not None
                     else None
                 ),
-                texts=ChunkTextReader(workspace),
             )
         )
         #: Decides what a search looks at first (a watcher may drive it: :mod:`memdir.watch`).

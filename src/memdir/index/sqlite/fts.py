@@ -30,14 +30,14 @@ def fts5_match(query: KeywordQuery, terms: Iterable[str] | None = None) -> str:
     return f" {_FTS5_OPERATORS[query.mode]} ".join(quoted)
 
 
-def pack_tokens(tokens: str) -> bytes:
-    """A chunk's space-joined tokens as stored (raw deflate: ~2/3 of the text)."""
+def deflate_text(text: str) -> bytes:
+    """A chunk's text or space-joined tokens as stored (raw deflate: ~2/3 of the text)."""
     packer = zlib.compressobj(6, zlib.DEFLATED, -15)
-    return packer.compress(tokens.encode("utf-8")) + packer.flush()
+    return packer.compress(text.encode("utf-8")) + packer.flush()
 
 
-def unpack_tokens(blob: bytes) -> str:
-    """The inverse of :func:`pack_tokens`."""
+def inflate_text(blob: bytes) -> str:
+    """The inverse of :func:`deflate_text`."""
     return zlib.decompress(blob, -15).decode("utf-8")
 
 
@@ -74,7 +74,7 @@ class SqliteKeywordSearch(SqliteMeta):
             for seq, blob in self.conn.execute(
                 f"SELECT seq, tokens FROM chunks WHERE seq IN ({marks})", part
             ):
-                found[int(seq)] = unpack_tokens(blob)
+                found[int(seq)] = inflate_text(blob)
         return [(seq, found[seq]) for seq in seqs if seq in found]
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:

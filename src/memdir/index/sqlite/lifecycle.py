@@ -74,7 +74,6 @@ class SqliteLifecycle:
                 "with numpy over the stored vectors (docs/design.md#vector-search)"
             )
         self._space = options.embedding
-        self._texts = options.texts
         self._lock = FileLock(str(folder / "index.lock"))
         self._store: SqliteStore | None = None
         self._inode: int | None = None
@@ -84,7 +83,7 @@ class SqliteLifecycle:
             self.notes.append(f"removed {len(removed)} file(s) of interrupted index rebuilds")
 
     def _open(self, path: Path) -> SqliteStore:
-        return SqliteStore.open(path, space=self._space, texts=self._texts)
+        return SqliteStore.open(path, space=self._space)
 
     def store(self) -> SqliteStore:
         """The open store, reopened when another process swapped the file."""

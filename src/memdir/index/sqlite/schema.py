@@ -8,9 +8,8 @@ of migration 2:
   every write so that no search counts rows.
 - ``files``: one row per indexed file with its hash and the (mtime, size) seen at indexing.
 - ``chunks``: line ranges of files (a piece of a long line also has its columns), the sha256 of
-  their text, their keyword tokens (raw deflate), their token count and the id of their
-  vector. The text itself is not stored: the Markdown file holds it, and reading it back is
-  checked against the hash (:mod:`memdir.index.sqlite.store`).
+  their text, their text and keyword tokens (each raw deflate), their token count and the id
+  of their vector.
 - ``chunks_fts``: a contentless FTS5 index over memdir's tokens (already lower-cased, stemmed
   and segmented by :mod:`memdir.text`; FTS5 only splits on spaces); ``chunks_vocab`` its
   fts5vocab table (document frequencies).
@@ -152,7 +151,8 @@ _V2_TABLES = """
         vector      INTEGER,
         embeddable  INTEGER NOT NULL,
         token_count INTEGER NOT NULL,
-        tokens      BLOB NOT NULL
+        tokens      BLOB NOT NULL,
+        text        BLOB NOT NULL
     );
     CREATE INDEX chunks_by_file ON chunks(file);
     CREATE INDEX chunks_pending ON chunks(seq) WHERE vector IS NULL AND embeddable = 1;
@@ -181,8 +181,8 @@ def hash_text(stored: bytes) -> str:
 
 
 def _migrate_2(conn: sqlite3.Connection, batch: int = 4096) -> None:
-    """Schema 2 (issue 17): each vector once, compactly, in ``embeddings``; chunks without
-    their text; contentless FTS5; counters in ``meta``.
+    """Schema 2 (issue 17): each vector once, compactly, in ``embeddings``; chunk texts
+    and tokens deflated; contentless FTS5; counters in ``meta``.
 
     The embedding cache is converted (float32 → float16, or centred int8 once a model has
     :data:`CENTRE_AFTER` vectors). The old files, chunks and vectors are dropped, not

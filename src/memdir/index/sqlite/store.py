@@ -1,19 +1,16 @@
 """The SQLite index's data: :class:`SqliteStore`, the :class:`~memdir.index.base.IndexBackend`
 of :mod:`memdir.index.sqlite` (tables: :mod:`memdir.index.sqlite.schema`).
 
-Everything here is a cache of the Markdown files, and the files keep what the index need not:
-a chunk's text is read back from its file (:data:`~memdir.index.base.ChunkTexts`, given by the
-manager) and checked against the chunk's hash, so the index does not hold the notes a second
-time. One :class:`SqliteStore` wraps one connection in autocommit mode; every multi-row write
-runs inside :meth:`SqliteStore.write` (``BEGIN IMMEDIATE`` … ``COMMIT``), so readers in other
-processes see a file's old chunks or its new ones, never half. WAL mode lets readers run while
-a writer writes; a busy timeout absorbs short waits. Counters in ``meta`` change in the same
-transactions, so :meth:`SqliteStore.counts` reads them instead of counting rows.
+Everything here is a cache of the Markdown files. One :class:`SqliteStore` wraps one connection
+in autocommit mode; every multi-row write runs inside :meth:`SqliteStore.write` (``BEGIN
+IMMEDIATE`` … ``COMMIT``), so readers in other processes see a file's old chunks or its new
+ones, never half. WAL mode lets readers run while a writer writes; a busy timeout absorbs short
+waits. Counters in ``meta`` change in the same transactions, so :meth:`SqliteStore.counts`
+reads them instead of counting rows.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
 from collections import Counter
@@ -22,14 +19,12 @@ from pathlib import Path
 
 from memdir.index.base import (
     ChunkRow,
-    ChunkTexts,
     EmbeddingSpace,
     FileRow,
     NewChunk,
-    TextSpan,
 )
 from memdir.index.sqlite.embeddings import SqliteEmbeddings
-from memdir.index.sqlite.fts import SqliteKeywordSearch, pack_tokens, unpack_tokens
+from memdir.index.sqlite.fts import SqliteKeywordSearch, deflate_text, inflate_text
 from memdir.index.sqlite.meta import BUSY_TIMEOUT_S
 from memdir.index.sqlite.schema import hash_key, hash_text, migrate
 from memdir.index.sync import chunk_id
@@ -53,8 +48,6 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
 
     Args:
         space: the embedding model of the index's vectors (None: keyword-only).
-        texts: reads chunk texts back from their files; without it (a store opened on its own,
-            as in tests) chunks come back with empty text.
     """
 
     backend = "sqlite"
@@ -65,19 +58,15 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         path: Path,
         *,
         space: EmbeddingSpace | None = None,
-        texts: ChunkTexts | None = None,
     ) -> None:
         self.conn = conn
         self.path = path
         self.space = space
-        self.texts = texts
 
     @classmethod
-    def open(
-        cls, path: Path, *, space: EmbeddingSpace | None = None, texts: ChunkTexts | None = None
-    ) -> SqliteStore:
+    def open(cls, path: Path, *, space: EmbeddingSpace | None = None) -> SqliteStore:
         """Open the database at ``path`` (see :func:`connect`)."""
-        return cls(connect(path), path, space=space, texts=texts)
+        return cls(connect(path), path, space=space)
 
     def close(self) -> None:
         self.conn.close()
@@ -132,7 +121,8 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
             vector = ids.get(chunk.vector_key) if chunk.embedding is not None else None
             cur = self.conn.execute(
                 "INSERT INTO chunks(file, start_line, end_line, start_col, end_col, hash, "
-                "vector, embeddable, token_count, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "vector, embeddable, token_count, tokens, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     file_id,
                     chunk.start_line,
@@ -143,7 +133,8 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
                     vector,
                     int(chunk.embed),
                     len(words),
-                    pack_tokens(chunk.tokens),
+                    deflate_text(chunk.tokens),
+                    deflate_text(chunk.text),
                 ),
             )
             seq = int(cur.lastrowid or 0)
@@ -205,7 +196,7 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
             return
         counts: Counter[str] = Counter()
         for seq, blob, token_count, vector, embeddable in rows:
-            tokens = unpack_tokens(blob)
+            tokens = inflate_text(blob)
             self.conn.execute(
                 "INSERT INTO chunks_fts(chunks_fts, rowid, tokens) VALUES ('delete', ?, ?)",
                 (seq, tokens),
@@ -228,8 +219,7 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         seqs: Sequence[int] | None = None,
     ) -> list[tuple[int, str, str]]:
         """``(seq, hash, text)`` of chunks that still need an embedding: in ``seq`` order, or
-        the most recently modified files' first; only among ``seqs`` when given. A chunk whose
-        file no longer holds its text is left out (the next sync replaces it)."""
+        the most recently modified files' first; only among ``seqs`` when given."""
         if seqs is not None and not seqs:
             return []
         order = "f.mtime_ns DESC, c.seq" if newest_first else "c.seq"
@@ -237,69 +227,38 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         if seqs is not None:
             among = f" AND c.seq IN ({','.join('?' * len(seqs))})"
             args = [int(s) for s in seqs]
-        wanted = [
-            int(r[0])
-            for r in self.conn.execute(
-                "SELECT c.seq FROM chunks c JOIN files f ON f.id = c.file "
-                f"WHERE c.vector IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
-                (*args, limit),
-            )
-        ]
-        rows = self.chunks_by_seq(wanted)
-        return [(seq, _hash_of(rows[seq]), rows[seq].text) for seq in wanted if seq in rows]
+        rows = self.conn.execute(
+            "SELECT c.seq, c.hash, c.text FROM chunks c JOIN files f ON f.id = c.file "
+            f"WHERE c.vector IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
+            (*args, limit),
+        )
+        return [(int(seq), digest.hex(), inflate_text(text)) for seq, digest, text in rows]
 
     def chunk_tokens(self, seqs: Sequence[int]) -> dict[int, list[str]]:
         """The stored keyword tokens of these chunks."""
         return {seq: tokens.split() for seq, tokens in self.stored_tokens(seqs)}
 
     def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]:
-        """These chunks with their text read back from the files (see the module docstring);
-        a chunk whose file changed since it was indexed is left out."""
-        found: list[tuple[int, str, str, TextSpan, bytes]] = []
+        model = self.space.model if self.space is not None else "fts"
+        out: dict[int, ChunkRow] = {}
         for start in range(0, len(seqs), 500):
             part = [int(s) for s in seqs[start : start + 500]]
             marks = ",".join("?" * len(part))
-            for seq, path, source, s, e, sc, ec, digest in self.conn.execute(
-                "SELECT c.seq, f.path, f.source, c.start_line, c.end_line, c.start_col, "
-                "c.end_col, c.hash FROM chunks c JOIN files f ON f.id = c.file "
-                f"WHERE c.seq IN ({marks})",
+            for seq, path, source, s, e, digest, text in self.conn.execute(
+                "SELECT c.seq, f.path, f.source, c.start_line, c.end_line, c.hash, c.text "
+                f"FROM chunks c JOIN files f ON f.id = c.file WHERE c.seq IN ({marks})",
                 part,
             ):
-                found.append((int(seq), path, source, TextSpan(s, e, sc or 0, ec), digest))
-        texts = self._read_texts(found)
-        model = self.space.model if self.space is not None else "fts"
-        out: dict[int, ChunkRow] = {}
-        for (seq, path, source, span, digest), text in zip(found, texts, strict=True):
-            if text is None:
-                continue
-            out[seq] = ChunkRow(
-                seq,
-                chunk_id(source, path, span.start_line, span.end_line, digest.hex(), model),
-                path,
-                source,
-                span.start_line,
-                span.end_line,
-                text,
-            )
+                out[int(seq)] = ChunkRow(
+                    int(seq),
+                    chunk_id(source, path, s, e, digest.hex(), model),
+                    path,
+                    source,
+                    s,
+                    e,
+                    inflate_text(text),
+                )
         return out
-
-    def _read_texts(
-        self, found: Sequence[tuple[int, str, str, TextSpan, bytes]]
-    ) -> list[str | None]:
-        """The texts of ``found`` chunks from their files, None where the text no longer
-        matches the chunk's hash; all empty without a reader."""
-        if self.texts is None:
-            return ["" for _ in found]
-        by_path: dict[str, list[int]] = {}
-        for i, (_, path, _, _, _) in enumerate(found):
-            by_path.setdefault(path, []).append(i)
-        texts: list[str | None] = [None] * len(found)
-        for path, positions in by_path.items():
-            read = self.texts(path, [found[i][3] for i in positions])
-            for i, text in zip(positions, read, strict=True):
-                if text is not None and hashlib.sha256(text.encode()).digest() == found[i][4]:
-                    texts[i] = text
-        return texts
 
     def counts(self) -> dict[str, int]:
         """Counts for status: files, chunks, vectors, pending embeddings, cache size."""
@@ -320,7 +279,3 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         """Files indexed with a warning (binary, invalid UTF-8, too large to embed)."""
         rows = self.conn.execute("SELECT path, warning FROM files WHERE warning IS NOT NULL")
         return {str(p): str(w) for p, w in rows}
-
-
-def _hash_of(row: ChunkRow) -> str:
-    return hashlib.sha256(row.text.encode("utf-8")).hexdigest()
