@@ -21,13 +21,22 @@ from memdir.index.sqlite.meta import SqliteMeta
 _FTS5_OPERATORS = {"or": "OR", "and": "AND"}
 
 
+#: At most this many rows are pre-ranked by FTS5 for one ``or`` query (see
+#: ``SqliteKeywordSearch.keyword_candidates``): ~20–50 ms on a 2-core laptop.
+SCAN_BUDGET = 20_000
+
+
 def fts5_match(query: KeywordQuery, terms: Iterable[str] | None = None) -> str:
     """The FTS5 MATCH expression of ``query`` (or of some of its ``terms``, same operator):
-    each term quoted (``"`` doubled), joined with ``OR`` or ``AND``. FTS5 ends a string at NUL,
-    so a NUL in a term becomes U+FFFD (memdir's tokenizers never produce one)."""
+    each term quoted, joined with ``OR`` or ``AND``."""
     chosen = query.terms if terms is None else terms
-    quoted = ['"' + term.replace('"', '""').replace("\x00", "\ufffd") + '"' for term in chosen]
-    return f" {_FTS5_OPERATORS[query.mode]} ".join(quoted)
+    return f" {_FTS5_OPERATORS[query.mode]} ".join(_quoted(term) for term in chosen)
+
+
+def _quoted(term: str) -> str:
+    """``term`` as an FTS5 string: double-quoted, ``"`` doubled. FTS5 ends a string at NUL, so
+    a NUL becomes U+FFFD (memdir's tokenizers never produce one)."""
+    return '"' + term.replace('"', '""').replace("\x00", "\ufffd") + '"'
 
 
 def deflate_text(text: str) -> bytes:
@@ -50,11 +59,52 @@ class SqliteKeywordSearch(SqliteMeta):
     def keyword_candidates(
         self, query: KeywordQuery, idf: Mapping[str, float], limit: int, stats: CorpusStats
     ) -> list[tuple[int, str]]:
-        """``(seq, tokens)`` of the ``limit`` chunks FTS5's ``bm25()`` ranks best for
-        ``query`` (``idf`` and ``stats`` are not needed: memdir's BM25 re-scores them)."""
+        """``(seq, tokens)`` of about ``limit`` chunks that FTS5's ``bm25()`` ranks best for
+        ``query``, pre-ranking at most :data:`SCAN_BUDGET` rows (``idf`` and ``stats`` are not
+        needed: memdir's BM25 re-scores them).
+
+        FTS5 computes ``bm25()`` for every row a MATCH finds before it sorts, so a query with a
+        term found in a third of a big vault's chunks costs hundreds of milliseconds. When the
+        query's terms are found in more rows than the budget together (``or`` queries only),
+        the rarest terms that fit in it choose the rows and all the terms rank them (MaxScore's
+        argument: a chunk holding only the common terms scores at most Σ idf·(k1+1) of their
+        low IDFs); if they find fewer than ``limit``, the newest chunks holding the common
+        terms (all of them first, then each, rarest first) fill up.
+        """
         if limit <= 0:
             return []
-        return self.stored_tokens(self._fts_ranked(fts5_match(query), limit))
+        df = self.document_frequencies(query.terms)
+        if query.mode == "and" or sum(df.values()) <= SCAN_BUDGET:
+            return self.stored_tokens(self._fts_ranked(fts5_match(query), limit))
+        ordered = sorted(query.terms, key=lambda t: (df.get(t, 0), t))
+        rare: list[str] = []
+        total = 0
+        for term in ordered:
+            if total + df.get(term, 0) > SCAN_BUDGET:
+                break
+            rare.append(term)
+            total += df.get(term, 0)
+        common = ordered[len(rare) :]
+        seqs = (
+            self._fts_ranked(f"({fts5_match(query, rare)}) AND ({fts5_match(query)})", limit)
+            if rare
+            else []
+        )
+        fills = [" AND ".join(_quoted(t) for t in common)] if len(common) > 1 else []
+        fills += [_quoted(t) for t in common]
+        seen = set(seqs)
+        for match in fills:
+            if len(seqs) >= limit:
+                break
+            rows = self.conn.execute(
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (match, limit),
+            )
+            for (seq,) in rows:
+                if seq not in seen and len(seqs) < limit:
+                    seen.add(seq)
+                    seqs.append(int(seq))
+        return self.stored_tokens(seqs)
 
     def _fts_ranked(self, match: str, limit: int) -> list[int]:
         rows = self.conn.execute(
