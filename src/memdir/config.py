@@ -95,6 +95,11 @@ class ChunkingConfig:
     #: snippets (docs/benchmarks-retrieval.md) and cost ~40 % more model time when indexing.
     #: Implied by ``pooling = "lines"``.
     line_vectors: bool = False
+    #: Where chunks end: ``content`` = content-defined (an edit moves only the boundaries near
+    #: it), ``greedy`` = as many lines as fit (memdir before issue 17: an edit shifts every
+    #: later chunk of the file), ``auto`` = content-defined for a new index, and an index
+    #: already built greedily stays greedy, so an upgrade does not re-embed the vault.
+    boundaries: str = "auto"
 
     def __post_init__(self) -> None:
         if self.tokens < 1 or not 0 <= self.overlap < self.tokens:
@@ -103,6 +108,7 @@ class ChunkingConfig:
                 f"(got tokens={self.tokens}, overlap={self.overlap})"
             )
         check_choice("chunking.pooling", self.pooling)
+        check_choice("chunking.boundaries", self.boundaries)
 
 
 #: The most results one search returns, for every caller: the library, the CLI, the MCP server,

@@ -19,6 +19,7 @@ from memdir.errors import ConfigError
 CHOICES: dict[str, tuple[str, ...]] = {
     "embedding.provider": ("local", "openai", "ollama", "gemini", "fake", "none"),
     "chunking.pooling": ("lines", "chunk"),
+    "chunking.boundaries": ("auto", "content", "greedy"),
     "search.keyword_query": ("or", "and"),
     "search.fusion": ("weighted", "rrf"),
     "index.vector_backend": ("numpy", "sqlite-vec"),

@@ -17,7 +17,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -56,6 +56,7 @@ from memdir.index.sync import (
     write_vectors,
 )
 from memdir.markdown.chunking import CHUNKER_VERSION
+from memdir.markdown.greedy import GREEDY_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
 
@@ -83,7 +84,7 @@ def index_identity(
         "dims": embedder.dims if embedder else 0,
         "chunk_tokens": chunking.tokens,
         "chunk_overlap": chunking.overlap,
-        "chunker": CHUNKER_VERSION,
+        "chunker": GREEDY_VERSION if chunking.boundaries == "greedy" else CHUNKER_VERSION,
         "pooling": chunking.pooling,
         "line_vectors": bool(embedder) and (chunking.line_vectors or chunking.pooling == "lines"),
     }
@@ -224,6 +225,8 @@ class IndexManager:
         )
         #: Decides what a search looks at first (a watcher may drive it: :mod:`memdir.watch`).
         self.freshness = Freshness(workspace)
+        if self.chunking.boundaries == "auto":
+            self.chunking = replace(self.chunking, boundaries=self._boundaries_in_use())
         self.identity = index_identity(
             embedder, self.chunking, self.keyword_tokenizer, schema=self.lifecycle.schema_version
         )
@@ -233,6 +236,16 @@ class IndexManager:
         self._terms: tuple[object, dict[str, int], dict[str, float]] | None = None
         #: Line vectors read from the embedding cache, by text hash (bounded; see line_vectors).
         self._lines: dict[str, Vectors] = {}
+
+    def _boundaries_in_use(self) -> str:
+        """``greedy`` when the index was built with greedy chunks (chunker version 2), so that
+        an upgrade keeps its chunks and vectors; else ``content`` (docs/design.md#chunking)."""
+        try:
+            stored = self.read(lambda store: store.meta_get("identity"))
+            chunker = json.loads(stored).get("chunker") if stored else None
+        except Exception:  # a damaged index: it is rebuilt anyway, with the new chunker
+            return "content"
+        return "greedy" if chunker == GREEDY_VERSION else "content"
 
     @property
     def backend(self) -> str:

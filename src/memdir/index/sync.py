@@ -38,6 +38,7 @@ from memdir.errors import PathNotAllowed, ProviderError
 from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
+from memdir.markdown.greedy import chunk_greedy
 from memdir.text import KEYWORD_TOKENIZERS, estimate_tokens
 from memdir.workspace import FileEntry, Skipped, Workspace
 
@@ -186,8 +187,9 @@ def _sync_one(
         return True
     try:  # one file that cannot be decoded or chunked must not stop the others
         text, warning = decode_markdown(data, entry.path)
+        cut = chunk_greedy if chunking.boundaries == "greedy" else chunk_markdown
         pieces = (
-            chunk_markdown(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
+            cut(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
             if text is not None
             else []
         )

@@ -66,7 +66,7 @@ _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]|$)")
 
 
 @dataclass(frozen=True)
-class _Piece:
+class Piece:
     line: int
     text: str
     tokens: int
@@ -117,7 +117,7 @@ def chunk_markdown(
     else:
         high, default_low = max_tokens, max_tokens // 4
     low = default_low if min_tokens is None else max(0, min(min_tokens, high))
-    pieces = _pieces(text, max_tokens)
+    pieces = line_pieces(text, max_tokens)
     cuts = [0]
     while cuts[-1] < len(pieces):
         cuts.append(_next_cut(pieces, cuts[-1], cuts[-1], low, high))
@@ -132,12 +132,12 @@ def chunk_markdown(
             start = _overlap_start(pieces, floor, begin, min(overlap_tokens, room))
             if start == floor:
                 chunks.pop()  # this chunk holds the previous one whole: it replaces it
-        chunks.append(_make_chunk(pieces[start:end]))
+        chunks.append(make_chunk(pieces[start:end]))
         floor = start
     return [c for c in chunks if c.text.strip()]
 
 
-def _next_cut(pieces: list[_Piece], start: int, new: int, low: int, high: int) -> int:
+def _next_cut(pieces: list[Piece], start: int, new: int, low: int, high: int) -> int:
     """Where the run that begins at ``start`` ends (exclusive): before the strongest piece
     among those it may end before, i.e. once it holds ``low`` tokens, while it fits in
     ``high``, and after at least one piece from ``new`` on."""
@@ -160,7 +160,7 @@ def _next_cut(pieces: list[_Piece], start: int, new: int, low: int, high: int) -
     return max(candidates, key=lambda c: (pieces[c].rank, c))
 
 
-def _overlap_start(pieces: list[_Piece], floor: int, cut: int, budget: int) -> int:
+def _overlap_start(pieces: list[Piece], floor: int, cut: int, budget: int) -> int:
     """The first piece of the chunk whose tile begins at ``cut``: the trailing whole lines
     before it that fit in ``budget`` tokens, not before ``floor``."""
     start = cut
@@ -198,8 +198,10 @@ def split_lines(text: str) -> list[str]:
     return [raw[:-1] if raw.endswith("\r") else raw for raw in lines]
 
 
-def _pieces(text: str, max_tokens: int) -> list[_Piece]:
-    pieces: list[_Piece] = []
+def line_pieces(text: str, max_tokens: int) -> list[Piece]:
+    """The lines of ``text``, a line longer than ``max_tokens`` cut into pieces, each with its
+    estimated tokens and how strong a place to cut before it is."""
+    pieces: list[Piece] = []
     previous_blank = True
     for number, line in enumerate(split_lines(text), start=1):
         tokens = estimate_tokens(line)
@@ -212,7 +214,7 @@ def _pieces(text: str, max_tokens: int) -> list[_Piece]:
             size = tokens if len(parts) == 1 else estimate_tokens(part)
             tie = zlib.adler32(part.encode("utf-8", "surrogatepass"))
             last = n == len(parts) - 1
-            pieces.append(_Piece(number, part, size, col, last, (strength, tie)))
+            pieces.append(Piece(number, part, size, col, last, (strength, tie)))
             col += len(part)
         previous_blank = not line.strip()
     return pieces
@@ -260,7 +262,8 @@ def _natural_cut(line: str, start: int, end: int) -> int:
     return space + 1 if space > half else end
 
 
-def _make_chunk(pieces: list[_Piece]) -> Chunk:
+def make_chunk(pieces: list[Piece]) -> Chunk:
+    """The chunk of consecutive ``pieces`` (the pieces of one long line joined again)."""
     lines: list[str] = []
     last_line = -1
     for piece in pieces:

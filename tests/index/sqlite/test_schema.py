@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig
+from memdir.config import ChunkingConfig, load_config
 from memdir.index.sqlite.codec import FLOAT16, INT8
 from memdir.index.sqlite.schema import CENTRE_AFTER, MIGRATIONS, SCHEMA_VERSION
 from memdir.markdown.chunking import chunk_markdown
+from memdir.markdown.greedy import chunk_greedy
 from tests.helpers import write
 
 
@@ -100,3 +101,57 @@ def test_few_vectors_stay_float16(workspace: Path) -> None:
     centre = conn.execute("SELECT centre FROM embedding_models").fetchone()[0]
     conn.close()
     assert formats == {FLOAT16} and centre is None
+
+
+def _long_note(i: int) -> str:
+    """A note of several chunks, with headings and paragraphs where content-defined
+    boundaries fall elsewhere than greedy ones."""
+    parts = []
+    for s in range(6):
+        parts.append(f"## part {s} of note {i}\n")
+        parts += [f"- the heron {i} saw fish {s}.{n} near the old mill pond" for n in range(9)]
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+def test_an_index_built_greedily_stays_greedy_on_upgrade(workspace: Path) -> None:
+    """``[chunking] boundaries = "auto"``: a vault indexed before content-defined chunking
+    keeps its chunks, so upgrading embeds nothing; asking for ``content`` re-cuts it."""
+    config = ChunkingConfig()
+    texts: list[str] = []
+    for i in range(4):
+        body = _long_note(i)
+        write(workspace, f"memory/n{i}.md", body)
+        texts += [c.text for c in chunk_greedy(body, max_tokens=200, overlap_tokens=120)]
+        assert len(_chunks(body)) > 2
+        assert set(_chunks(body)) != {c.text for c in chunk_greedy(body)}
+    texts += [c.text for c in chunk_greedy((workspace / "MEMORY.md").read_text())]
+    db = _schema_1_index(workspace, texts, FakeEmbedder())
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'identity'", ('{"chunker": "2"}',))
+    conn.commit()
+    conn.close()
+
+    embedder = FakeEmbedder()
+    with Memory(workspace, embedder=embedder) as mem:
+        assert mem.index.chunking.boundaries == "greedy"
+        assert mem.sync().embedded == 0 and sum(embedder.calls) == 0
+        assert mem.search("heron 2 fish 3.4").results[0].path == "memory/n2.md"
+    # a later process, a forced rebuild: still greedy, still nothing to embed
+    with Memory(workspace, embedder=embedder) as mem:
+        assert mem.sync(force=True).embedded == 0 and sum(embedder.calls) == 0
+
+    content = load_config(None, overrides={"chunking": {"boundaries": "content"}})
+    with Memory(workspace, config=content, embedder=embedder) as mem:
+        assert mem.index.chunking.boundaries == "content"
+        assert mem.sync().embedded > 0
+    # back to "auto": the index is content-defined now, and stays so
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        assert mem.index.chunking.boundaries == "content"
+        assert config.boundaries == "auto"
+
+
+def test_a_new_index_is_content_defined(workspace: Path) -> None:
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.sync()
+        assert mem.index.chunking.boundaries == "content"

@@ -19,6 +19,7 @@ of migration 2:
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import numpy as np
@@ -221,7 +222,20 @@ def _migrate_2(conn: sqlite3.Connection, batch: int = 4096) -> None:
                     for (key, _), blob in zip(items, encode(vectors, centre), strict=True)
                 ],
             )
+    # The old identity no longer matches (the schema is part of it), so the next sync rebuilds;
+    # only its chunker version is kept: ``[chunking] boundaries = "auto"`` keeps a greedily cut
+    # index greedy, and the rebuild then finds every vector in the cache.
+    old = conn.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+    try:
+        chunker = json.loads(old[0]).get("chunker") if old else None
+    except (ValueError, AttributeError):
+        chunker = None
     conn.execute("DELETE FROM meta WHERE key = 'identity'")
+    if chunker is not None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('identity', ?)",
+            (json.dumps({"chunker": chunker}),),
+        )
     count = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
     for name in COUNTERS:
         conn.execute(
