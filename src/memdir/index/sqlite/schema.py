@@ -6,10 +6,12 @@ of migration 2:
 - ``meta``: key/value: the index identity, a write generation and the counters ``memdir
   status`` and BM25 read (files, chunks, tokens, vectors, pending, embeddings), kept in step by
   every write so that no search counts rows.
-- ``files``: one row per indexed file with its hash and the (mtime, size) seen at indexing.
+- ``files``: one row per indexed file with its hash, the (mtime, size) seen at indexing and its
+  *body*: the lines its chunks cover, raw deflate (:mod:`memdir.index.sqlite.bodies`).
 - ``chunks``: line ranges of files (a piece of a long line also has its columns), the sha256 of
-  their text, their text and keyword tokens (each raw deflate), their token count and the id
-  of their vector.
+  their text, their keyword tokens (raw deflate), their token count and the id of their
+  vector. A chunk's text is cut out of its file's body; ``text`` holds it only for a chunk the
+  body cannot give back exactly.
 - ``chunks_fts``: a contentless FTS5 index over memdir's tokens (already lower-cased, stemmed
   and segmented by :mod:`memdir.text`; FTS5 only splits on spaces); ``chunks_vocab`` its
   fts5vocab table (document frequencies).
@@ -139,7 +141,8 @@ _V2_TABLES = """
         mtime_ns   INTEGER NOT NULL,
         size       INTEGER NOT NULL,
         indexed_at REAL NOT NULL,
-        warning    TEXT
+        warning    TEXT,
+        body       BLOB
     );
     CREATE TABLE chunks (
         seq         INTEGER PRIMARY KEY,
@@ -153,7 +156,7 @@ _V2_TABLES = """
         embeddable  INTEGER NOT NULL,
         token_count INTEGER NOT NULL,
         tokens      BLOB NOT NULL,
-        text        BLOB NOT NULL
+        text        BLOB
     );
     CREATE INDEX chunks_by_file ON chunks(file);
     CREATE INDEX chunks_pending ON chunks(seq) WHERE vector IS NULL AND embeddable = 1;
@@ -183,7 +186,7 @@ def hash_text(stored: bytes) -> str:
 
 def _migrate_2(conn: sqlite3.Connection, batch: int = 4096) -> None:
     """Schema 2 (issue 17): each vector once, compactly, in ``embeddings``; chunk texts
-    and tokens deflated; contentless FTS5; counters in ``meta``.
+    once per file and tokens, deflated; contentless FTS5; counters in ``meta``.
 
     The embedding cache is converted (float32 → float16, or centred int8 once a model has
     :data:`CENTRE_AFTER` vectors). The old files, chunks and vectors are dropped, not

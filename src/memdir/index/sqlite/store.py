@@ -23,6 +23,7 @@ from memdir.index.base import (
     FileRow,
     NewChunk,
 )
+from memdir.index.sqlite.bodies import BodyCache, chunk_text, file_body
 from memdir.index.sqlite.embeddings import SqliteEmbeddings
 from memdir.index.sqlite.fts import SqliteKeywordSearch, deflate_text, inflate_text
 from memdir.index.sqlite.meta import BUSY_TIMEOUT_S
@@ -62,6 +63,7 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         self.conn = conn
         self.path = path
         self.space = space
+        self._body_cache = BodyCache()
 
     @classmethod
     def open(cls, path: Path, *, space: EmbeddingSpace | None = None) -> SqliteStore:
@@ -109,14 +111,19 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
             file_id = int(
                 conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()[0]
             )
-            self._insert_chunks(file_id, chunks)
+            unique = list({c.id: c for c in chunks}.values())  # the same chunk twice: keep one
+            body, own_text = file_body(unique)
+            conn.execute("UPDATE files SET body = ? WHERE id = ?", (deflate_text(body), file_id))
+            self._insert_chunks(file_id, unique, own_text)
             self._bump_generation()
 
-    def _insert_chunks(self, file_id: int, chunks: Sequence[NewChunk]) -> None:
+    def _insert_chunks(self, file_id: int, chunks: Sequence[NewChunk], own_text: set[int]) -> None:
+        """Insert ``chunks``; those at positions ``own_text`` keep their own text (their
+        file's body cannot give it back)."""
         model = self.bound_model()
         ids = self._vector_ids(model.id, chunks) if model is not None else {}
         counts: Counter[str] = Counter()
-        for chunk in {c.id: c for c in chunks}.values():  # the same chunk twice: keep one
+        for position, chunk in enumerate(chunks):
             words = chunk.tokens.split()
             vector = ids.get(chunk.vector_key) if chunk.embedding is not None else None
             cur = self.conn.execute(
@@ -134,7 +141,7 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
                     int(chunk.embed),
                     len(words),
                     deflate_text(chunk.tokens),
-                    deflate_text(chunk.text),
+                    deflate_text(chunk.text) if position in own_text else None,
                 ),
             )
             seq = int(cur.lastrowid or 0)
@@ -228,11 +235,12 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
             among = f" AND c.seq IN ({','.join('?' * len(seqs))})"
             args = [int(s) for s in seqs]
         rows = self.conn.execute(
-            "SELECT c.seq, c.hash, c.text FROM chunks c JOIN files f ON f.id = c.file "
+            "SELECT c.seq, c.hash FROM chunks c JOIN files f ON f.id = c.file "
             f"WHERE c.vector IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
             (*args, limit),
-        )
-        return [(int(seq), digest.hex(), inflate_text(text)) for seq, digest, text in rows]
+        ).fetchall()
+        texts = self.chunks_by_seq([int(seq) for seq, _ in rows])
+        return [(int(seq), d.hex(), texts[seq].text) for seq, d in rows if seq in texts]
 
     def chunk_tokens(self, seqs: Sequence[int]) -> dict[int, list[str]]:
         """The stored keyword tokens of these chunks."""
@@ -240,24 +248,55 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
 
     def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]:
         model = self.space.model if self.space is not None else "fts"
-        out: dict[int, ChunkRow] = {}
+        found = []
         for start in range(0, len(seqs), 500):
             part = [int(s) for s in seqs[start : start + 500]]
             marks = ",".join("?" * len(part))
-            for seq, path, source, s, e, digest, text in self.conn.execute(
-                "SELECT c.seq, f.path, f.source, c.start_line, c.end_line, c.hash, c.text "
-                f"FROM chunks c JOIN files f ON f.id = c.file WHERE c.seq IN ({marks})",
+            found += self.conn.execute(
+                "SELECT c.seq, c.file, f.hash, f.path, f.source, c.start_line, c.end_line, "
+                "c.start_col, c.end_col, c.hash, c.text FROM chunks c "
+                f"JOIN files f ON f.id = c.file WHERE c.seq IN ({marks})",
                 part,
+            ).fetchall()
+        bodies = self._bodies({(r[1], r[2]) for r in found if r[10] is None})
+        out: dict[int, ChunkRow] = {}
+        for seq, file_id, file_hash, path, source, s, e, sc, ec, digest, own in found:
+            if own is not None:
+                text = inflate_text(own)
+            else:
+                text = chunk_text(bodies[(file_id, file_hash)], s, e, sc or 0, ec)
+            out[int(seq)] = ChunkRow(
+                int(seq),
+                chunk_id(source, path, s, e, digest.hex(), model),
+                path,
+                source,
+                s,
+                e,
+                text,
+            )
+        return out
+
+    def _bodies(self, keys: set[tuple[int, str]]) -> dict[tuple[int, str], list[str]]:
+        """The split body lines of these (file id, file hash), from the cache or the table."""
+        out: dict[tuple[int, str], list[str]] = {}
+        missing: list[int] = []
+        for key in keys:
+            lines = self._body_cache.get(key)
+            if lines is None:
+                missing.append(key[0])
+            else:
+                out[key] = lines
+        for start in range(0, len(missing), 500):
+            part = missing[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for file_id, file_hash, body in self.conn.execute(
+                f"SELECT id, hash, body FROM files WHERE id IN ({marks})", part
             ):
-                out[int(seq)] = ChunkRow(
-                    int(seq),
-                    chunk_id(source, path, s, e, digest.hex(), model),
-                    path,
-                    source,
-                    s,
-                    e,
-                    inflate_text(text),
-                )
+                lines = inflate_text(body).split("\n") if body is not None else []
+                self._body_cache.put((file_id, file_hash), lines)
+                out[(file_id, file_hash)] = lines
+        for key in keys:
+            out.setdefault(key, [])  # the file changed between the two reads: no text
         return out
 
     def counts(self) -> dict[str, int]:
