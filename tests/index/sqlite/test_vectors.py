@@ -125,3 +125,31 @@ def test_sqlite_vec_is_an_old_name_for_the_same_search(workspace: Path) -> None:
     query = FakeEmbedder().embed_query("alpha beta")
     _same(mgr.vector_search(query, 5), _exact(mgr, query, 5))
     assert any("sqlite-vec is no longer used" in note for note in mgr.notes)
+
+
+def test_after_an_edit_only_the_changed_vectors_are_decoded(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mgr = _index(workspace)
+    store = mgr.store()
+    search = NumpyVectorSearch()
+    query = FakeEmbedder().embed_query("alpha beta gamma")
+    search.search(store, query, 10)
+    decoded: list[int] = []
+    real = type(store).vectors_by_id
+
+    def counting(self, ids):  # type: ignore[no-untyped-def]
+        decoded.append(len(ids))
+        return real(self, ids)
+
+    monkeypatch.setattr(type(store), "vectors_by_id", counting)
+    write(workspace, "memory/n3.md", "omicron xi nu mu lambda alpha beta gamma\n")  # edit
+    (workspace / "memory" / "n7.md").unlink()  # delete
+    write(workspace, "memory/new.md", "alpha beta gamma delta\n")  # add
+    mgr.sync()
+    hits = search.search(store, query, 10)
+    _same(hits, _exact(mgr, query, 10))
+    assert decoded == [2]  # the edited and the new chunk, not all 120
+    assert len(search._seqs) == mgr.counts()["vectors"]
+    # a fresh search object (a new process) loads everything and agrees
+    _same(NumpyVectorSearch().search(store, query, 10), hits)

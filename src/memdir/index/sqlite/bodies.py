@@ -20,14 +20,20 @@ from typing import Protocol
 
 
 class Span(Protocol):
-    """Where a chunk is in its file (``NewChunk`` has these)."""
+    """A chunk and where it is in its file (``NewChunk`` and ``markdown.Chunk`` have these)."""
 
-    start_line: int
-    end_line: int
-    start_col: int
-    end_col: int | None
-    text: str
-    hash: str
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+    @property
+    def start_col(self) -> int: ...
+    @property
+    def end_col(self) -> int | None: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def hash(self) -> str: ...
 
 
 def chunk_text(

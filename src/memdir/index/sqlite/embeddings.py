@@ -172,6 +172,35 @@ class SqliteEmbeddings(SqliteMeta):
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         return seqs, decode([r[1] for r in rows], row.dims, row.centre)
 
+    def vector_links(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(seqs, embedding row ids)`` of the chunks that have a vector, by seq: what a cached
+        matrix is checked against (a few bytes a chunk, no blob read)."""
+        rows = self.conn.execute(
+            "SELECT seq, vector FROM chunks WHERE vector IS NOT NULL ORDER BY seq"
+        ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        pairs = np.asarray(rows, dtype=np.int64)
+        return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+    def vectors_by_id(self, ids: Sequence[int] | np.ndarray) -> Vectors:
+        """The decoded vectors of these ``embeddings`` rows, in the order given (a zero row for
+        one that is gone)."""
+        row = self.bound_model()
+        if row is None or not len(ids):
+            return np.zeros((0, row.dims if row else 0), dtype=np.float32)
+        blobs: dict[int, bytes] = {}
+        wanted = [int(i) for i in ids]
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            blobs.update(
+                self.conn.execute(
+                    f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", part
+                ).fetchall()
+            )
+        return decode([blobs.get(i, b"") for i in wanted], row.dims, row.centre)
+
     def vectors_by_seq(self, seqs: Sequence[int]) -> dict[int, Vectors]:
         row = self.bound_model()
         out: dict[int, Vectors] = {}
