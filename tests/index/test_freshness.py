@@ -117,3 +117,22 @@ def test_with_a_watcher_a_search_looks_only_at_unsynced_changes(
                 time.sleep(0.05)
             assert mem.search("kingfisher").results[0].path == "memory/a.md"
         assert mem.index.freshness.watcher is None
+
+
+def test_in_a_big_vault_a_full_look_waits_twenty_times_its_own_cost(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full look that takes 0.5 s (10,000 files) is not repeated every 2 s: the interval
+    grows to 20× its cost, so looking stays ≤ 5 % of the time."""
+    write(workspace, "memory/a.md", "the heron nests by the pond\n")
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.search("heron")
+        check = mem.index.freshness
+        assert check.trust_seconds() == freshness.FULL_SCAN_S  # a small vault: 2 s
+        check._scan_seconds = 0.5
+        assert check.trust_seconds() == 10.0
+        check._scanned_at = time.monotonic() - 5.0  # 5 s ago: past 2 s, within 10 s
+        _edit_in_place(workspace / "memory" / "a.md", "a kingfisher dives in the pond\n")
+        assert not mem.search("kingfisher").results
+        check._scanned_at = time.monotonic() - 11.0
+        assert mem.search("kingfisher").results[0].path == "memory/a.md"

@@ -72,3 +72,15 @@ def test_only_common_terms_over_the_budget_still_find_rows(
     assert query is not None
     found = _candidates(store, query, 6)
     assert len(found) == 6 and len(set(found)) == 6
+
+
+def test_document_frequencies_are_read_again_after_a_write(workspace: Path) -> None:
+    write(workspace, "memory/a.md", "the zanzibar note\n")
+    mgr = IndexManager(Workspace(workspace), embedder=None)
+    mgr.sync()
+    store = mgr.store()
+    assert store.document_frequencies(["zanzibar", "absent"]) == {"zanzibar": 1}
+    assert store.document_frequencies(["zanzibar"]) == {"zanzibar": 1}  # kept
+    write(workspace, "memory/b.md", "zanzibar again\n")
+    mgr.sync()
+    assert store.document_frequencies(["zanzibar", "absent"]) == {"zanzibar": 2}
