@@ -153,3 +153,16 @@ def test_after_an_edit_only_the_changed_vectors_are_decoded(
     assert len(search._seqs) == mgr.counts()["vectors"]
     # a fresh search object (a new process) loads everything and agrees
     _same(NumpyVectorSearch().search(store, query, 10), hits)
+
+
+def test_all_int8_rows_decode_in_one_step_as_the_general_path_does() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(50, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    centre = vectors.mean(axis=0)
+    blobs = encode(vectors, centre)
+    fast = decode(blobs, 16, centre)  # every row int8: the one-step path
+    mixed = decode([*blobs, *encode(vectors[:1], None)], 16, centre)  # the general path
+    assert fast.dtype == np.float32
+    np.testing.assert_allclose(fast, mixed[:50], atol=1e-6)
+    np.testing.assert_allclose(mixed[50], vectors[0], atol=1e-3)

@@ -160,6 +160,7 @@ _V2_TABLES = """
     );
     CREATE INDEX chunks_by_file ON chunks(file);
     CREATE INDEX chunks_pending ON chunks(seq) WHERE vector IS NULL AND embeddable = 1;
+    CREATE INDEX chunks_by_vector ON chunks(vector) WHERE vector IS NOT NULL;
     CREATE VIRTUAL TABLE chunks_fts USING fts5(
         tokens,
         content = '',
