@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from memdir.fileio import describe_mode
 
@@ -76,6 +76,22 @@ def folders_changed(folders: dict[str, int]) -> bool:
             if mtime_ns != -1:
                 return True
     return False
+
+
+def walk_file_or_folder(
+    location: str,
+    shown: str,
+    skip: Callable[[Skipped], None],
+    folders: dict[str, int] | None = None,
+) -> Iterable[tuple[str, str, os.stat_result]]:
+    """One Markdown file (an ``extra_paths`` entry may name one), or those under a folder (see
+    :func:`walk_markdown`); ``folders`` also gets the folder of a single file."""
+    st = regular_md_stat(location, shown, ignore_skipped)
+    if st is None:
+        return walk_markdown(location, shown, skip, folders)
+    if folders is not None:
+        note_folder(os.path.dirname(location), folders)
+    return [(location, "", st)]
 
 
 def walk_markdown(

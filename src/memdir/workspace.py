@@ -34,6 +34,7 @@ from memdir.filewalk import (
     ignore_skipped,
     note_folder,
     regular_md_stat,
+    walk_file_or_folder,
     walk_markdown,
 )
 from memdir.privacy import DEFAULT_GUARD, SecretGuard
@@ -178,8 +179,7 @@ class Workspace:
         self.extra_paths = self._checked_extra_paths(extra_paths)
         #: The secrets check every automatic write applies (:mod:`memdir.privacy`).
         self.secrets = secrets if secrets is not None else DEFAULT_GUARD
-        #: How many writes this object has prepared (:meth:`write_path`): the index's freshness
-        #: check looks at every file again after one (docs/design.md#index).
+        #: Writes prepared by :meth:`write_path` (the index's freshness check: design.md#index).
         self.writes = 0
         self._check_state_dir()
 
@@ -304,27 +304,13 @@ class Workspace:
                 seen.add(abspath)
                 yield FileEntry(rel, abspath, "memory", st.st_mtime_ns, st.st_size)
         for extra in self.extra_paths:
-            location = str(extra)
-            shown = self.display_path(extra)
-            st = regular_md_stat(location, shown, ignore_skipped)
-            if st is not None and folders is not None:
-                note_folder(os.path.dirname(location), folders)
-            found = (
-                [(location, "", st)]
-                if st is not None
-                else walk_markdown(location, shown, skip, folders)
-            )
+            found = walk_file_or_folder(str(extra), self.display_path(extra), skip, folders)
             for abspath, _, entry_stat in found:
                 if abspath in seen:
                     continue
                 seen.add(abspath)
-                yield FileEntry(
-                    self.display_path(Path(abspath)),
-                    abspath,
-                    "extra",
-                    entry_stat.st_mtime_ns,
-                    entry_stat.st_size,
-                )
+                rel, size = self.display_path(Path(abspath)), entry_stat.st_size
+                yield FileEntry(rel, abspath, "extra", entry_stat.st_mtime_ns, size)
 
     def display_path(self, abspath: Path) -> str:
         """Workspace-relative posix path when inside the workspace, else the absolute path."""
