@@ -74,15 +74,18 @@ def decode(blobs: Sequence[bytes], dims: int, centre: Vectors | None) -> Vectors
 
 
 def _int8_rows(rows: np.ndarray, centre: Vectors) -> Vectors:
-    """Float32 vectors of int8 blobs as a ``(n, 5 + dims)`` uint8 array."""
+    """Float32 vectors of int8 blobs as a ``(n, 5 + dims)`` uint8 array (in place: no
+    temporary the size of the matrix, which at 480,000 rows is 740 MB)."""
     scales = np.ascontiguousarray(rows[:, 1:5]).view("<f4")  # (n, 1)
-    values = np.ascontiguousarray(rows[:, 5:]).view(np.int8).astype(np.float32)
-    decoded: Vectors = np.asarray(centre + scales * values, dtype=np.float32)
+    decoded: Vectors = np.ascontiguousarray(rows[:, 5:]).view(np.int8).astype(np.float32)
+    decoded *= scales
+    decoded += np.asarray(centre, dtype=np.float32)
     return decoded
 
 
 def _unit(out: Vectors) -> Vectors:
-    norms = np.linalg.norm(out, axis=1)
+    """``out`` with each row scaled to length 1, in place (a zero row stays zero)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", out, out))
     norms[norms == 0] = 1.0
-    unit: Vectors = out / norms[:, None]
-    return unit
+    out /= norms[:, None]
+    return out

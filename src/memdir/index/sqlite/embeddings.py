@@ -182,7 +182,7 @@ class SqliteEmbeddings(SqliteMeta):
         ).fetchone()
         if not joined:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        pairs = np.array(joined.split(), dtype=np.int64).reshape(-1, 2)
+        pairs = np.fromstring(joined, dtype=np.int64, sep=" ").reshape(-1, 2)
         pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
         return pairs[:, 0].copy(), pairs[:, 1].copy()
 

@@ -22,8 +22,11 @@ _FTS5_OPERATORS = {"or": "OR", "and": "AND"}
 
 
 #: At most this many rows are pre-ranked by FTS5 for one ``or`` query (see
-#: ``SqliteKeywordSearch.keyword_candidates``): ~20–50 ms on a 2-core laptop.
-SCAN_BUDGET = 20_000
+#: ``SqliteKeywordSearch.keyword_candidates``). At 10,000 generated files (482,179 chunks, 20
+#: queries) the candidates took p50 12 / 21 / 55 / 214 ms and kept 0.53 / 0.68 / 0.76 / 0.82
+#: of exact BM25's top 24 with a budget of 20,000 / 50,000 / 100,000 / no limit
+#: (docs/benchmarks.md#big-vaults-issue-17).
+SCAN_BUDGET = 50_000
 
 
 def fts5_match(query: KeywordQuery, terms: Iterable[str] | None = None) -> str:
