@@ -73,6 +73,11 @@ def test_a_slow_call_times_out_and_does_not_stall_reads(memory, workspace, monke
         tools.call("memory_write", {"text": "The heron nests by the pond"})
     assert time.monotonic() - started < 10
     release.set()
+    # Let the timed-out search finish before the fixture closes the index under it (closing a
+    # SQLite connection another thread is using can crash the interpreter).
+    for thread in threading.enumerate():
+        if thread.name.startswith("memdir memory_"):  # the search, and the write behind it
+            thread.join(30)
 
 
 def test_resources_are_capped(memory, workspace) -> None:
