@@ -139,7 +139,7 @@ def sync_files(
     report = report or SyncReport()
     if dirty is None:
         dirty = scan_dirty(store, workspace, report.skipped)
-    known = store.file_rows()
+    known = store.file_rows() if dirty.changed else {}  # 10k rows: ~25 ms, not for nothing
     model = embedder.model_id if embedder else "fts"
     total = len(dirty.changed)
     report.scanned += total
