@@ -73,3 +73,18 @@ def test_the_store_reads_texts_from_bodies(workspace: Path) -> None:
                 expected[(name, c.start_line, c.end_line, c.text)] = True
         for row in rows.values():
             assert (row.path, row.start_line, row.end_line, row.text) in expected
+
+
+def test_a_chunk_whose_file_changed_between_the_reads_is_left_out(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(workspace, "memory/a.md", "the heron nests by the pond\n")
+    with Memory(workspace) as mem:
+        mem.sync()
+        store = mem.index.store()
+        assert isinstance(store, SqliteStore)
+        seqs = [r[0] for r in store.conn.execute("SELECT seq FROM chunks")]
+        assert all(row.text for row in store.chunks_by_seq(seqs).values())
+        # the files' bodies read after the chunks: another process re-indexed them meanwhile
+        monkeypatch.setattr(store, "_bodies", lambda keys: {})
+        assert store.chunks_by_seq(seqs) == {}

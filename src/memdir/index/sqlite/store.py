@@ -263,8 +263,10 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         for seq, file_id, file_hash, path, source, s, e, sc, ec, digest, own in found:
             if own is not None:
                 text = inflate_text(own)
-            else:
+            elif (file_id, file_hash) in bodies:
                 text = chunk_text(bodies[(file_id, file_hash)], s, e, sc or 0, ec)
+            else:
+                continue  # its file was re-indexed between the two reads: the chunk is gone
             out[int(seq)] = ChunkRow(
                 int(seq),
                 chunk_id(source, path, s, e, digest.hex(), model),
@@ -295,8 +297,6 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
                 lines = inflate_text(body).split("\n") if body is not None else []
                 self._body_cache.put((file_id, file_hash), lines)
                 out[(file_id, file_hash)] = lines
-        for key in keys:
-            out.setdefault(key, [])  # the file changed between the two reads: no text
         return out
 
     def counts(self) -> dict[str, int]:
