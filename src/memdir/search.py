@@ -38,6 +38,7 @@ from memdir.config import SearchConfig
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
+from memdir.legs import KeywordLeg, QueryEmbeddings, keyword_leg
 from memdir.relevance import Calibration, apply_calibration
 from memdir.rerank.base import Reranker
 from memdir.rerank.stage import focus_lines, rerank_passages
@@ -50,13 +51,12 @@ from memdir.results import (
     term_weights,
 )
 from memdir.subqueries import (
-    embed_queries,
     merge_rankings,
     passage_id,
     split_query,
     without_repeated_lines,
 )
-from memdir.text import jaccard, plain_terms, query_terms, similarity_tokens
+from memdir.text import jaccard, similarity_tokens
 from memdir.workspace import is_daily_log
 
 #: Keyword-hit rescue threshold when nothing passes min_score (docs/design.md#search, step 7).
@@ -133,11 +133,6 @@ class Candidate:
 @lru_cache(maxsize=2048)
 def _similarity_tokens(text: str) -> frozenset[str]:
     return similarity_tokens(text)
-
-
-#: ``search.keyword_query`` → how a query becomes keyword terms; the name is also the
-#: :class:`~memdir.index.base.KeywordQuery` mode (``or``: any term, ``and``: every term).
-KEYWORD_QUERIES = {"or": query_terms, "and": plain_terms}
 
 
 def complete_legs(
@@ -418,11 +413,16 @@ def run_search(
     auto = not extra and config.split_queries == "auto"
     parts = [query, *extra] if extra else [query, *(split_query(query) if auto else [])]
     warnings: list[str] = []
-    vectors = embed_queries(embedder, parts, warnings)
+    # The queries are embedded on a worker thread while the keyword legs run (legs.py).
+    embedding = QueryEmbeddings(embedder, parts)
+    fetch = min(config.max_candidates, k * config.candidate_multiplier)
+    fetch += 50 if exclude_paths else 0  # over-fetch when paths are hidden (shared scope)
+    keyword_legs = [keyword_leg(manager, part, config.keyword_query, fetch) for part in parts]
+    vectors = embedding.wait(warnings)
     rankings = [
         _rank_one(
             manager,
-            part,
+            leg,
             vectors.get(part),
             config=config,
             now=now,
@@ -433,7 +433,7 @@ def run_search(
             embed_missing=embed_missing,
             calibration=calibration,
         )
-        for part in parts
+        for part, leg in zip(parts, keyword_legs, strict=True)
     ]
     main = rankings[0]
     if main.rescued and main.kept:
@@ -474,7 +474,7 @@ def run_search(
 
 def _rank_one(
     manager: IndexManager,
-    query: str,
+    leg: KeywordLeg,
     query_vector: Any,
     *,
     config: SearchConfig,
@@ -486,13 +486,11 @@ def _rank_one(
     embed_missing: EmbedMissing | None,
     calibration: Calibration | None,
 ) -> _Ranking:
-    """Every stage for one query, up to and including ``min_score``."""
+    """Every stage for one query (its keyword leg already run), up to ``min_score``."""
     n_candidates = min(config.max_candidates, k * config.candidate_multiplier)
-    terms = KEYWORD_QUERIES[config.keyword_query](query)
-    keywords = KeywordQuery.build(terms, config.keyword_query)
+    terms, keywords, query = leg.terms, leg.query, leg.text
     legs: list[str] = []
     candidates: dict[int, Candidate] = {}
-    # Over-fetch when some paths are hidden from this caller (shared scope).
     fetch = n_candidates + (50 if exclude_paths else 0)
     if query_vector is not None:
         legs.append("vector")
@@ -501,7 +499,7 @@ def _rank_one(
             cand.vector, cand.has_vector = max(0.0, sim), True
     if keywords is not None:
         legs.append("keyword")
-        for seq, text_score in manager.keyword_search(keywords, fetch):
+        for seq, text_score in leg.hits:
             cand = candidates.setdefault(seq, Candidate(_placeholder(seq)))
             cand.text = text_score
             cand.keyword_hit = True
