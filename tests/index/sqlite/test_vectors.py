@@ -13,6 +13,7 @@ from memdir.config import IndexConfig
 from memdir.config_choices import allowed_values
 from memdir.errors import ConfigError
 from memdir.index.manager import IndexManager, IndexSettings
+from memdir.index.sqlite import codec, embeddings
 from memdir.index.sqlite.codec import FLOAT16, INT8, decode, encode
 from memdir.index.sqlite.vectors import (
     VECTOR_BACKENDS,
@@ -166,3 +167,34 @@ def test_all_int8_rows_decode_in_one_step_as_the_general_path_does() -> None:
     assert fast.dtype == np.float32
     np.testing.assert_allclose(fast, mixed[:50], atol=1e-6)
     np.testing.assert_allclose(mixed[50], vectors[0], atol=1e-3)
+
+
+def test_a_long_list_is_decoded_block_by_block_as_row_by_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(40, 16)).astype(np.float32) + 0.3
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    centre = vectors.mean(axis=0)
+    blobs = [*encode(vectors[:20], None), *encode(vectors[20:], centre), b"\x02short", b""]
+    order = rng.permutation(len(blobs))  # float16, int8 and damaged rows mixed in every block
+    mixed = [blobs[i] for i in order]
+    monkeypatch.setattr(codec, "BLOCK", 7)
+    whole = decode(mixed, 16, centre)
+    one_by_one = np.vstack([decode([blob], 16, centre) for blob in mixed])
+    np.testing.assert_array_equal(whole, one_by_one)
+    assert whole.shape == (42, 16) and int((np.abs(whole).sum(axis=1) == 0).sum()) == 2
+
+
+def test_many_ids_are_read_in_one_scan_and_agree_with_the_lookups(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _index(workspace).store()
+    _, ids = store.vector_links()
+    wanted = np.concatenate([ids[::-1], [10**9], ids[:3]])  # backwards, one gone, repeats
+    looked_up = store.vectors_by_id(wanted)  # under SCAN_OVER: the ids in batches
+    monkeypatch.setattr(embeddings, "SCAN_OVER", 3)
+    scanned = store.vectors_by_id(wanted)  # the whole table, picked by id
+    np.testing.assert_array_equal(scanned, looked_up)
+    assert not scanned[len(ids)].any()
+    assert np.allclose(np.linalg.norm(np.delete(scanned, len(ids), axis=0), axis=1), 1.0)

@@ -44,6 +44,12 @@ def encode(vectors: Vectors, centre: Vectors | None) -> list[bytes]:
     ]
 
 
+#: Rows decoded at a time: a block's float32 rows (6 MB at 384 dimensions) stay in the CPU's
+#: cache through the scale, centre and length steps, where whole-matrix steps each went out to
+#: memory and back (480,000 rows: 0.75 s against 1.7 s).
+BLOCK = 4096
+
+
 def decode(blobs: Sequence[bytes], dims: int, centre: Vectors | None) -> Vectors:
     """The float32 vectors of ``blobs`` (rows of length 1; a zero row for a blob of another
     size or format, so a damaged blob never raises).
@@ -52,6 +58,15 @@ def decode(blobs: Sequence[bytes], dims: int, centre: Vectors | None) -> Vectors
         ValueError: an int8 blob while the model has no centre (cannot happen: the centre is
             set before the first int8 blob is written and never changes).
     """
+    if len(blobs) <= BLOCK:
+        return _decode_block(blobs, dims, centre)
+    out = np.empty((len(blobs), dims), dtype=np.float32)
+    for start in range(0, len(blobs), BLOCK):
+        out[start : start + BLOCK] = _decode_block(blobs[start : start + BLOCK], dims, centre)
+    return out
+
+
+def _decode_block(blobs: Sequence[bytes], dims: int, centre: Vectors | None) -> Vectors:
     lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
     if len(blobs) and centre is not None and bool((lengths == 5 + dims).all()):
         # The common case, every row centred int8: one reshape, no per-row Python.
@@ -74,8 +89,8 @@ def decode(blobs: Sequence[bytes], dims: int, centre: Vectors | None) -> Vectors
 
 
 def _int8_rows(rows: np.ndarray, centre: Vectors) -> Vectors:
-    """Float32 vectors of int8 blobs as a ``(n, 5 + dims)`` uint8 array (in place: no
-    temporary the size of the matrix, which at 480,000 rows is 740 MB)."""
+    """Float32 vectors of int8 blobs as a ``(n, 5 + dims)`` uint8 array (scaled and centred in
+    place: no second temporary)."""
     scales = np.ascontiguousarray(rows[:, 1:5]).view("<f4")  # (n, 1)
     decoded: Vectors = np.ascontiguousarray(rows[:, 5:]).view(np.int8).astype(np.float32)
     decoded *= scales

@@ -10,6 +10,7 @@ stored twice, and a text embedded once is never embedded again. Rows are compact
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -18,6 +19,10 @@ from memdir.index.base import EmbeddingSpace
 from memdir.index.sqlite.codec import decode, encode
 from memdir.index.sqlite.meta import SqliteMeta
 from memdir.index.sqlite.schema import CENTRE_AFTER, hash_key, hash_text
+
+#: Above this many vectors asked for, :meth:`SqliteEmbeddings.vectors_by_id` reads the model's
+#: whole table once instead of looking the ids up in batches.
+SCAN_OVER = 5000
 
 
 class _Model:
@@ -192,15 +197,16 @@ class SqliteEmbeddings(SqliteMeta):
         row = self.bound_model()
         if row is None or not len(ids):
             return np.zeros((0, row.dims if row else 0), dtype=np.float32)
-        blobs: dict[int, bytes] = {}
         wanted = [int(i) for i in ids]
-        if len(wanted) > 5000:  # most of them: one scan of the model's rows beats IN lists
-            blobs.update(
-                self.conn.execute(
-                    "SELECT id, vector FROM embeddings WHERE model = ?", (row.id,)
-                ).fetchall()
-            )
-        for start in range(0, len(wanted) if not blobs else 0, 500):
+        if len(wanted) > SCAN_OVER:
+            # Most of them: one scan of the table in id order ("+model": not through the
+            # (model, hash) index, whose hash order reads the table's pages at random).
+            rows = self.conn.execute(
+                "SELECT id, vector FROM embeddings WHERE +model = ? ORDER BY id", (row.id,)
+            ).fetchall()
+            return decode(_pick(rows, np.asarray(wanted, dtype=np.int64)), row.dims, row.centre)
+        blobs: dict[int, bytes] = {}
+        for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
             marks = ",".join("?" * len(part))
             blobs.update(
@@ -226,3 +232,19 @@ class SqliteEmbeddings(SqliteMeta):
             vectors = decode([r[1] for r in rows], row.dims, row.centre)
             out.update({int(r[0]): v for r, v in zip(rows, vectors, strict=True)})
         return out
+
+
+def _pick(rows: list[tuple[int, bytes]], wanted: np.ndarray) -> list[bytes]:
+    """The blobs of the ``wanted`` ids from ``(id, blob)`` rows sorted by id (an empty blob, so a
+    zero vector, for an id that is not there): numpy lookups and C-level maps, no Python loop
+    over 480,000 rows."""
+    if not rows:
+        return [b""] * len(wanted)
+    ids = np.fromiter(map(itemgetter(0), rows), dtype=np.int64, count=len(rows))
+    blobs = list(map(itemgetter(1), rows))
+    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    found = ids[pos] == wanted
+    if not found.all():
+        blobs.append(b"")  # a missing id reads the empty blob at the end
+        pos[~found] = len(blobs) - 1
+    return list(map(blobs.__getitem__, pos.tolist()))
