@@ -15,6 +15,7 @@ from memdir.config import ChunkingConfig
 from memdir.index import sync as sync_module
 from memdir.index.base import KeywordQuery
 from memdir.index.sync import chunk_id, decode_markdown, scan_dirty, sync_files
+from memdir.text import query_terms
 from tests.helpers import memory_chunks, write
 from tests.index.conftest import Backend
 
@@ -58,6 +59,34 @@ def test_touched_but_identical_file_is_not_rechunked(backend: Backend, workspace
     assert report.unchanged == 1 and report.updated == 0
     assert len(emb.calls) == calls
     assert not scan_dirty(mgr.store(), mgr.workspace)
+
+
+def test_an_edit_reads_the_file_rows_once(
+    backend: Backend, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(5):
+        write(workspace, f"memory/n{i}.md", f"note {i} alpha\n")
+    mgr = backend.manager(workspace)
+    mgr.sync()
+    store = mgr.store()
+    reads: list[int] = []
+    real = store.file_rows
+
+    def counting():  # type: ignore[no-untyped-def]
+        rows = real()
+        reads.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(store, "file_rows", counting)
+    write(workspace, "memory/n3.md", "note 3 alpha, edited\n")
+    write(workspace, "memory/new.md", "a new note\n")
+    report = mgr.sync()
+    assert (report.updated, report.added) == (1, 1)
+    assert len(reads) == 1  # the look at every file; syncing the two used the rows it read
+    monkeypatch.undo()
+    assert not scan_dirty(store, mgr.workspace)
+    hits = mgr.keyword_search(KeywordQuery.build(query_terms("note 3 edited")), 1)
+    assert [store.chunks_by_seq([seq])[seq].path for seq, _ in hits] == ["memory/n3.md"]
 
 
 def test_edit_reembeds_only_changed_chunks(backend: Backend, workspace: Path) -> None:

@@ -90,6 +90,9 @@ class DirtyState:
 
     changed: tuple[FileEntry, ...]
     deleted: tuple[str, ...]
+    #: The index's rows of the changed files that it knows (None: not read), so that syncing
+    #: them does not read every file's row a second time (~35 ms at 10,000 files).
+    rows: dict[str, FileRow] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.deleted)
@@ -113,7 +116,8 @@ def scan_dirty(
         if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
             changed.append(entry)
     deleted = tuple(sorted(set(known) - seen))
-    return DirtyState(tuple(changed), deleted)
+    rows = {e.path: known[e.path] for e in changed if e.path in known}
+    return DirtyState(tuple(changed), deleted, rows)
 
 
 def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
@@ -139,7 +143,7 @@ def sync_files(
     report = report or SyncReport()
     if dirty is None:
         dirty = scan_dirty(store, workspace, report.skipped)
-    known = store.file_rows() if dirty.changed else {}  # 10k rows: ~25 ms, not for nothing
+    known = dirty.rows if dirty.rows is not None else store.file_rows() if dirty.changed else {}
     model = embedder.model_id if embedder else "fts"
     total = len(dirty.changed)
     report.scanned += total
