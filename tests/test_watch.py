@@ -46,6 +46,29 @@ def test_the_watcher_indexes_a_new_file_without_a_sync(memory: Memory, workspace
         assert wait_until_indexed(workspace, "skills/fly/SKILL.md")
 
 
+def test_after_a_sync_the_watcher_loads_what_the_next_search_would_wait_for(
+    memory: Memory, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(workspace, "memory/2026-11-29.md", "- the zeppelin tour is booked\n")
+    vectors = memory.index.lifecycle.vectors()  # type: ignore[attr-defined]
+    loads: list[str] = []
+    real = type(vectors)._update
+
+    def update(self, store, *, same_file):  # type: ignore[no-untyped-def]
+        loads.append(threading.current_thread().name)
+        return real(self, store, same_file=same_file)
+
+    monkeypatch.setattr(type(vectors), "_update", update)
+    with WorkspaceWatcher(memory, debounce=0.1) as watcher:
+        deadline = time.monotonic() + 10
+        while not watcher.syncs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert loads == ["memdir-watch"]  # the matrix was loaded after the first sync
+        response = memory.search("zeppelin tour")
+    assert response.results and response.mode == "hybrid"
+    assert loads == ["memdir-watch"]  # and the search did not load it again
+
+
 def test_a_notes_folder_created_or_moved_later_is_watched(memory: Memory, workspace: Path) -> None:
     import shutil
 

@@ -362,6 +362,11 @@ class IndexLifecycle(Protocol):
         """``(seq, cosine similarity)`` of the ``k`` nearest chunks, best first."""
         ...
 
+    def warm(self) -> None:
+        """Load now what the next vector search would wait for (the SQLite engine's matrix);
+        nothing where the engine keeps it (PostgreSQL)."""
+        ...
+
     def cache_key(self) -> object:
         """Changes whenever the index content may have changed (for per-generation caches)."""
         ...

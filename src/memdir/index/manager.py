@@ -349,8 +349,7 @@ class IndexManager:
         """Before a search: sync files whose (mtime, size) changed; None when nothing did.
 
         Nothing is embedded here: a search embeds the few candidates it needs
-        (:meth:`embed_missing`), a background worker or ``memdir index`` the rest.
-        """
+        (:meth:`embed_missing`), a background worker or ``memdir index`` the rest."""
         # Through read(): a lost database connection is reopened, a corrupt file recovered.
         if not self.read(self._identity_matches):
             return self.sync(embed=False)
@@ -493,6 +492,11 @@ class IndexManager:
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return list(self.read(lambda _store: self.lifecycle.vector_search(query, k)))
+
+    def warm(self) -> None:
+        """Load what the next hybrid search would wait for (:meth:`IndexLifecycle.warm`)."""
+        if self.embedder is not None:
+            self.read(lambda _store: self.lifecycle.warm())
 
     def vector_scores(self, query: Vectors, seqs: Sequence[int]) -> dict[int, float]:
         """Cosine similarity of ``query`` to each of these chunks that has a vector."""

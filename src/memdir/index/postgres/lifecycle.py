@@ -125,6 +125,9 @@ class PostgresLifecycle:
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return self.store().nearest(query, k)
 
+    def warm(self) -> None:
+        """Nothing to load: PostgreSQL keeps its own vector index."""
+
     def cache_key(self) -> object:
         return self.read(lambda store: store.generation(), lambda: None)
 

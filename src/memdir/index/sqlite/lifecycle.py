@@ -164,6 +164,10 @@ class SqliteLifecycle:
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         return self.vectors().search(self.store(), query, k)
 
+    def warm(self) -> None:
+        if self.store().bound_model() is not None:
+            self.vectors().warm(self.store())
+
     @contextlib.contextmanager
     def write_lock(self, timeout: float = 60.0) -> Iterator[None]:
         """The cross-process writer lock."""

@@ -34,6 +34,10 @@ class SqliteVectorSearch(Protocol):
         """``(seq, cosine similarity)`` of the ``k`` nearest chunks, best first."""
         ...
 
+    def warm(self, store: SqliteStore) -> None:
+        """Bring what a search reads in step with ``store`` now, so the next search need not."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -49,10 +53,7 @@ class NumpyVectorSearch:
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
 
     def search(self, store: SqliteStore, query: Vectors, k: int) -> list[tuple[int, float]]:
-        key = (str(store.path), store.generation())
-        if key != self._key:
-            self._update(store, same_file=self._key is not None and self._key[0] == key[0])
-            self._key = key
+        self.warm(store)
         if k <= 0 or self._matrix.shape[0] == 0 or self._matrix.shape[1] != query.shape[-1]:
             return []
         scores = self._matrix @ np.asarray(query, dtype=np.float32)
@@ -60,6 +61,12 @@ class NumpyVectorSearch:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.lexsort((self._seqs[top], -scores[top]))]
         return [(int(self._seqs[i]), float(scores[i])) for i in top]
+
+    def warm(self, store: SqliteStore) -> None:
+        key = (str(store.path), store.generation())
+        if key != self._key:
+            self._update(store, same_file=self._key is not None and self._key[0] == key[0])
+            self._key = key
 
     def _update(self, store: SqliteStore, *, same_file: bool) -> None:
         """Bring the matrix in step with ``store``: keep the rows whose (seq, vector id) did
