@@ -12,7 +12,7 @@ import pytest
 from memdir import Memory
 from memdir.embeddings.base import Vectors
 from memdir.embeddings.fake import FakeEmbedder
-from memdir.legs import QueryEmbeddings
+from memdir.legs import QueryEmbeddings, query_parts
 
 
 class GatedEmbedder(FakeEmbedder):
@@ -23,9 +23,11 @@ class GatedEmbedder(FakeEmbedder):
         super().__init__()
         self.gate, self.patience = gate, patience
         self.threads: list[str] = []
+        self.started = threading.Event()
 
     def embed_query(self, text: str) -> Vectors:
         self.threads.append(threading.current_thread().name)
+        self.started.set()
         if not self.gate.wait(self.patience):
             raise AssertionError("the query was embedded before the keyword leg started")
         return super().embed_query(text)
@@ -84,3 +86,36 @@ def test_a_search_embeds_its_query_while_the_keyword_leg_runs(workspace: Path) -
     assert response.mode == "hybrid" and response.warnings == []
     assert response.results[0].path == "memory/2026-03-01.md"
     assert embedder.threads == ["memdir-query"]
+
+
+def test_a_search_embeds_its_query_while_the_index_catches_up(workspace: Path) -> None:
+    gate = threading.Event()
+    gate.set()
+    embedder = GatedEmbedder(gate)
+    with Memory(workspace, embedder=embedder) as mem:
+        mem.sync()
+        (workspace / "memory" / "2026-03-02.md").write_text(
+            "# Trip\n\nThe ferry back from Hydra is at 18:00.\n", encoding="utf-8"
+        )
+        refresh = mem.index.refresh
+
+        def catching_up() -> Any:
+            # Had the search embedded its query only after this, it would wait here in vain.
+            assert embedder.started.wait(10), "the query embedding had not started"
+            return refresh()
+
+        mem.index.refresh = catching_up  # type: ignore[method-assign]
+        response = mem.search("when is the ferry back")
+    assert response.results[0].path == "memory/2026-03-02.md"  # indexed by that refresh
+    assert embedder.threads == ["memdir-query"]
+
+
+def test_query_parts() -> None:
+    assert query_parts("a", ["b", "a", " "], "auto") == (["a", "b"], False)
+    assert query_parts("ferry times", [], "off") == (["ferry times"], False)
+    both = "What do Jon and Gina both have in common?"
+    assert query_parts(both, [], "auto") == (
+        [both, "What do Jon have in common?", "What do Gina have in common?"],
+        True,
+    )
+    assert query_parts(both, [], "off") == ([both], False)

@@ -2,8 +2,9 @@
 
 A hybrid search needs the query's embedding before its vector leg, and the keyword leg needs
 none. :class:`QueryEmbeddings` embeds the queries on a worker thread while the calling thread
-runs :func:`keyword_leg` for each of them: the search pays for the longer of the two, not for
-their sum. Both mostly wait outside Python's lock (the embedding model in its native engine or
+runs :func:`keyword_leg` for each of them (:meth:`memdir.Memory.search` starts it even before
+the index catches up with the files): the search pays for the longer of the two, not for their
+sum. Both mostly wait outside Python's lock (the embedding model in its native engine or
 on the network, SQLite in its own code), so on a machine with two cores they really overlap
 (measured: docs/benchmarks.md#big-vaults-issue-17). Only the embedding runs on the worker: the
 index's SQLite connection stays on the calling thread.
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.embeddings.base import Embedder
 from memdir.index.base import KeywordQuery
-from memdir.subqueries import embed_queries
+from memdir.subqueries import embed_queries, split_query
 from memdir.text import plain_terms, query_terms
 
 if TYPE_CHECKING:
@@ -27,6 +28,15 @@ if TYPE_CHECKING:
 KEYWORD_QUERIES = {"or": query_terms, "and": plain_terms}
 """``search.keyword_query`` → how a query becomes keyword terms; the name is also the
 :class:`~memdir.index.base.KeywordQuery` mode (``or``: any term, ``and``: every term)."""
+
+
+def query_parts(query: str, more_queries: Sequence[str], split: str) -> tuple[list[str], bool]:
+    """The queries a search runs, and whether they were split automatically: the caller's
+    (``query`` first), else ``query`` and, with ``split`` = ``auto``, the parts
+    :func:`~memdir.subqueries.split_query` finds in it."""
+    extra = [q for q in more_queries if q.strip() and q != query]
+    auto = not extra and split == "auto"
+    return ([query, *extra] if extra else [query, *(split_query(query) if auto else [])]), auto
 
 
 @dataclass(frozen=True)
@@ -89,4 +99,4 @@ class QueryEmbeddings:
         return self._vectors
 
 
-__all__ = ["KEYWORD_QUERIES", "KeywordLeg", "QueryEmbeddings", "keyword_leg"]
+__all__ = ["KEYWORD_QUERIES", "KeywordLeg", "QueryEmbeddings", "keyword_leg", "query_parts"]

@@ -31,6 +31,7 @@ from memdir.fileio import read_regular_file
 from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
+from memdir.legs import QueryEmbeddings, query_parts
 from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, read_lines
 from memdir.memory_governance import GovernanceMixin
 from memdir.privacy import SecretGuard
@@ -232,6 +233,9 @@ class Memory(BrowseMixin, GovernanceMixin):
                 raise QueryError(f"query is {len(text)} chars; the limit is {MAX_QUERY_CHARS}")
         if max_results is not None and not 1 <= max_results <= MAX_RESULTS:
             raise QueryError(f"max_results must be from 1 to {MAX_RESULTS}")
+        # The queries are embedded while the index catches up with the files (legs.py).
+        parts, _ = query_parts(queries[0], queries[1:], self.config.search.split_queries)
+        embedding = QueryEmbeddings(self.embedder, parts)
         report = self.index.refresh()
         if report is not None and report.chunks_written and self.background is not None:
             self.background.wake()
@@ -250,6 +254,7 @@ class Memory(BrowseMixin, GovernanceMixin):
             lines_of=self._file_lines,
             embed_missing=self._embed_missing(),
             calibration=self.calibration,
+            embedding=embedding,
         )
         if report is not None:
             response.warnings.extend(report.warnings)

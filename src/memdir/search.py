@@ -38,7 +38,7 @@ from memdir.config import SearchConfig
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
-from memdir.legs import KeywordLeg, QueryEmbeddings, keyword_leg
+from memdir.legs import KeywordLeg, QueryEmbeddings, keyword_leg, query_parts
 from memdir.relevance import Calibration, apply_calibration
 from memdir.rerank.base import Reranker
 from memdir.rerank.stage import focus_lines, rerank_passages
@@ -53,7 +53,6 @@ from memdir.results import (
 from memdir.subqueries import (
     merge_rankings,
     passage_id,
-    split_query,
     without_repeated_lines,
 )
 from memdir.text import jaccard, similarity_tokens
@@ -393,6 +392,7 @@ def run_search(
     reranker: Reranker | None = None,
     rerank_top_n: int = 24,
     more_queries: Sequence[str] = (),
+    embedding: QueryEmbeddings | None = None,
 ) -> SearchResponse:
     """Run the whole pipeline on an up-to-date index (the caller refreshes it first).
 
@@ -406,15 +406,14 @@ def run_search(
     ``reranker`` reorders the best ``rerank_top_n`` candidates (:mod:`memdir.rerank`).
     ``more_queries`` are searched too, each with reserved result slots; without them a
     question about two things is split by :func:`memdir.subqueries.split_query`
-    (``search.split_queries``).
+    (``search.split_queries``). ``embedding``: the embedding of these queries, already
+    started by the caller (:func:`memdir.legs.query_parts` gives them).
     """
     k = max(1, max_results or config.max_results)
-    extra = [q for q in more_queries if q.strip() and q != query]
-    auto = not extra and config.split_queries == "auto"
-    parts = [query, *extra] if extra else [query, *(split_query(query) if auto else [])]
+    parts, auto = query_parts(query, more_queries, config.split_queries)
     warnings: list[str] = []
     # The queries are embedded on a worker thread while the keyword legs run (legs.py).
-    embedding = QueryEmbeddings(embedder, parts)
+    embedding = embedding or QueryEmbeddings(embedder, parts)
     fetch = min(config.max_candidates, k * config.candidate_multiplier)
     fetch += 50 if exclude_paths else 0  # over-fetch when paths are hidden (shared scope)
     keyword_legs = [keyword_leg(manager, part, config.keyword_query, fetch) for part in parts]
