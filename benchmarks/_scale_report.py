@@ -139,6 +139,16 @@ def render(r: Results) -> str:
             f"| {_f(inc['edit_min_s'], 3)}–{_f(inc['edit_max_s'], 3)} | {_f(edit.cpu, 3)} "
             f"| chunks re-embedded: {', '.join(map(str, inc['embedded']))}; median "
             f"{_f(embed.wall, 3)} s wall in `embed_documents` (the rest is the index's) |",
+        ]
+        if "watched" in inc:
+            out.append(
+                f"| the same file edited again, synced as a watcher does "
+                f"(`Memory.sync(paths=[it])`) | {_f(inc['watched'].wall, 3)} | | "
+                f"{_f(inc['watched'].cpu, 3)} | chunks re-embedded: "
+                f"{', '.join(map(str, inc['watched_embedded']))}; median "
+                f"{_f(inc['watched_index'].wall, 3)} s wall outside `embed_documents` |"
+            )
+        out += [
             f"| nothing changed | {_f(inc['unchanged'].wall, 3)} | | "
             f"{_f(inc['unchanged'].cpu, 3)} | a full look at every file |",
         ]

@@ -289,8 +289,10 @@ def stored_recall(vectors: np.ndarray, queries: Sequence[np.ndarray]) -> dict[st
 def bench_incremental(
     root: Path, config: Any, real: Any, *, edits: int, seed: int
 ) -> dict[str, Any]:
-    """``Memory.sync()`` after replacing one line of one file (``edits`` different files), and
-    with nothing changed. The edited files are restored (and re-synced) afterwards."""
+    """``Memory.sync()`` after replacing one line of one file (``edits`` different files), then
+    the same file edited again and synced as a file watcher does (``Memory.sync(paths=[it])``:
+    no look at the other files), and with nothing changed. The edited files are restored (and
+    re-synced) afterwards."""
     from memdir import Memory
 
     timed = TimedEmbedder(real)
@@ -299,6 +301,7 @@ def bench_incremental(
     edit_laps: list[Lap] = []
     embed_laps: list[Lap] = []
     embedded: list[int] = []
+    watched: dict[str, list[Any]] = {"laps": [], "embed": [], "embedded": []}
     with Memory(root, config=config, embedder=timed) as mem:
         mem.sync()  # start clean, e.g. after an interrupted run
         try:
@@ -315,6 +318,16 @@ def bench_incremental(
                     Lap(timed.documents.wall - before.wall, timed.documents.cpu - before.cpu)
                 )
                 embedded.append(report.embedded)
+                lines[len(lines) // 2 + 1] = f"- Edit {n}b at {time.time_ns()}: 缓存 again."
+                path.write_text("\n".join(lines), encoding="utf-8")
+                before = Lap(timed.documents.wall, timed.documents.cpu)
+                with stopwatch() as lap:
+                    report = mem.sync(paths=[str(path)])
+                watched["laps"].append(lap)
+                watched["embed"].append(
+                    Lap(timed.documents.wall - before.wall, timed.documents.cpu - before.cpu)
+                )
+                watched["embedded"].append(report.embedded)
             unchanged = time_each(lambda _: mem.sync(), range(5))
         finally:
             for path, data in originals.items():
@@ -328,6 +341,14 @@ def bench_incremental(
         "edit_max_s": max(lap.wall for lap in edit_laps),
         "edit_embed": median_lap(embed_laps),
         "embedded": embedded,
+        "watched": median_lap(watched["laps"]),
+        "watched_index": median_lap(
+            [
+                Lap(a.wall - b.wall, a.cpu - b.cpu)
+                for a, b in zip(watched["laps"], watched["embed"], strict=True)
+            ]
+        ),
+        "watched_embedded": watched["embedded"],
         "unchanged": median_lap(unchanged),
     }
 

@@ -147,11 +147,11 @@ def test_a_failed_sync_is_reported_and_the_watcher_goes_on(
     errors: list[Exception] = []
     calls = []
 
-    def flaky_sync() -> object:
-        calls.append(1)
+    def flaky_sync(**kwargs: object) -> object:
+        calls.append(kwargs)
         if len(calls) == 1:
             raise RuntimeError("disk on fire")
-        return original()
+        return original(**kwargs)
 
     original = memory.sync
     monkeypatch.setattr(memory, "sync", flaky_sync)
@@ -164,6 +164,7 @@ def test_a_failed_sync_is_reported_and_the_watcher_goes_on(
         while watcher.syncs == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
     assert [str(e) for e in errors] == ["disk on fire"] and watcher.syncs == 1
+    assert calls[1] == {"paths": None}  # after a failure, a look at every file
 
 
 def test_retry_when_busy() -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -328,13 +328,20 @@ class Memory(BrowseMixin, GovernanceMixin):
 
     # -- maintenance ----------------------------------------------------------------------
 
-    def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
-        """Index what changed (everything with ``force``), then embed pending chunks (with a
+    def sync(
+        self,
+        *,
+        force: bool = False,
+        progress: Progress | None = None,
+        paths: Iterable[str] | None = None,
+    ) -> SyncReport:
+        """Index what changed (everything with ``force``; only among ``paths``, absolute paths
+        of files a watcher saw change, when given), then embed pending chunks (with a
         background embedder running, it gets them instead and this returns at once)."""
         worker = self.background
         if worker is None:
-            return self.index.sync(force=force, progress=progress)
-        report = self.index.sync(force=force, progress=progress, embed=False)
+            return self.index.sync(force=force, progress=progress, paths=paths)
+        report = self.index.sync(force=force, progress=progress, embed=False, paths=paths)
         worker.wake()
         return report
 

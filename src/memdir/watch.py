@@ -10,7 +10,10 @@ latest ``max_delay`` seconds after the first change, so a file written every sec
 indexed. Changes under ``.memdir/``, in hidden folders and to files that are not indexable
 Markdown are ignored. Syncs run on the watcher's thread under a lock the caller may share (the
 MCP server serialises its tool calls with the same lock); a failed sync is reported to
-``on_error`` and retried on the next change, never raised. After each sync, still under the
+``on_error`` and retried on the next change, never raised. A sync looks only at the files whose
+events arrived (:func:`memdir.index.changes.scan_paths`), and at every file after a folder
+event, at the first sync and after a failed one; searches meanwhile look at those same files
+(:meth:`WorkspaceWatcher.pending`). After each sync, still under the
 lock, what the next search would load is loaded (:meth:`IndexManager.warm`: the vector matrix,
 ~2 s at 10,000 files), so no search waits for it.
 
@@ -26,7 +29,8 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -111,11 +115,14 @@ class _Handler(FileSystemEventHandler):
                 self._watcher.folder_changed(Path(src), gone=True)
             if event.event_type in ("created", "moved"):
                 self._watcher.folder_changed(Path(dest or src), gone=False)
-        if any(
-            path and is_indexable_change(workspace, path, is_directory=event.is_directory)
+        changed = [
+            path
             for path in (src, dest)
-        ):
-            self._watcher.poke()
+            if path and is_indexable_change(workspace, path, is_directory=event.is_directory)
+        ]
+        if changed:
+            # A folder created, moved or deleted takes its files with it: look at every file.
+            self._watcher.poke(() if event.is_directory else changed, whole=event.is_directory)
 
 
 class WorkspaceWatcher:
@@ -160,6 +167,11 @@ class WorkspaceWatcher:
         self._thread: threading.Thread | None = None
         self._syncing = False
         self._blind = False  # a folder could not be watched: changes there may go unseen
+        # The files changed since the last sync began (absolute paths), unless a change needs
+        # a look at every file (the first sync, a folder event, a failed sync): then _whole.
+        self._changed: set[str] = set()
+        self._whole = True
+        self._in_flight: frozenset[str] | None = frozenset()  # what the running sync looks at
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -184,19 +196,29 @@ class WorkspaceWatcher:
         observer.daemon = True
         observer.start()
         self._stopping = False
-        if self._initial_sync:
-            with self._cond:
+        with self._cond:
+            self._whole = True  # nothing was seen while not watching
+            if self._initial_sync:
                 self._first_change = self._last_change = time.monotonic() - self.max_delay
         self._thread = threading.Thread(target=self._run, name="memdir-watch", daemon=True)
         self._thread.start()
-        # Searches look at the files only while this watcher may have changes to sync.
-        self.memory.index.freshness.watcher = self.unsynced
+        # Searches look only at the files this watcher saw change and has not synced yet.
+        self.memory.index.freshness.watcher = self.pending
         return self
 
     def unsynced(self) -> bool:
         """Whether the index may lag behind the files: a burst of changes waiting for its
         sync, a sync running, or a folder that could not be watched."""
         return self._blind or self._syncing or self._first_change is not None or not self.running
+
+    def pending(self) -> frozenset[str] | None:
+        """The files (absolute paths) changed but not synced yet, the running sync's included:
+        empty when the index is in step; None when every file must be looked at (a folder
+        changed, a folder could not be watched, the first sync, a sync failed)."""
+        with self._cond:
+            if self._blind or not self.running or self._whole or self._in_flight is None:
+                return None
+            return self._in_flight | self._changed
 
     def _warm(self) -> None:
         try:
@@ -233,7 +255,7 @@ class WorkspaceWatcher:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop watching and wait for a sync in progress to finish."""
-        if self.memory.index.freshness.watcher == self.unsynced:
+        if self.memory.index.freshness.watcher == self.pending:
             self.memory.index.freshness.watcher = None
         with self._cond:
             self._stopping = True
@@ -264,9 +286,13 @@ class WorkspaceWatcher:
 
     # -- debounce -------------------------------------------------------------------------
 
-    def poke(self) -> None:
-        """Note a change: a sync follows once things are quiet."""
+    def poke(self, paths: Iterable[str] = (), *, whole: bool = False) -> None:
+        """Note a change to the files at ``paths`` (absolute), or one that needs a look at every
+        file (``whole``): a sync follows once things are quiet."""
+        changed = list(paths)
         with self._cond:
+            self._changed.update(changed)
+            self._whole = self._whole or whole or not changed
             now = time.monotonic()
             if self._first_change is None:
                 self._first_change = now
@@ -293,15 +319,23 @@ class WorkspaceWatcher:
                     return
                 self._syncing = True
                 self._first_change = None
+                whole, paths = self._whole, frozenset(self._changed)
+                self._in_flight = None if whole else paths
+                self._whole, self._changed = False, set()
+            ok = False
             try:
-                self._sync()
+                ok = self._sync(None if whole else paths)
             finally:
-                self._syncing = False
+                with self._cond:
+                    self._syncing = False
+                    self._in_flight = frozenset()
+                    self._whole = self._whole or not ok  # after a failure: every file
 
-    def _sync(self) -> None:
+    def _sync(self, paths: frozenset[str] | None) -> bool:
+        """One sync (of ``paths`` only, when given); whether it succeeded."""
         try:
             with self.lock:
-                report = retry_when_busy(self.memory.sync)
+                report = retry_when_busy(partial(self.memory.sync, paths=paths))
                 # The next search would load (or bring in step) the vector matrix: do it now,
                 # while nobody waits (~2 s at 10,000 files on the first sync).
                 self._warm()
@@ -310,7 +344,8 @@ class WorkspaceWatcher:
                 self.on_error(exc)
             else:
                 log.warning("memdir watch: sync failed: %s", exc)
-            return
+            return False
         self.syncs += 1
         if self.on_sync is not None:
             self.on_sync(report)
+        return True

@@ -119,6 +119,57 @@ def test_with_a_watcher_a_search_looks_only_at_unsynced_changes(
         assert mem.index.freshness.watcher is None
 
 
+def _wait_for(condition, seconds: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(condition())
+
+
+def test_a_search_looks_only_at_the_files_the_watcher_saw_change(
+    workspace: Path, scans: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(freshness, "FULL_SCAN_S", 0.0)  # by the other rules: every search
+    write(workspace, "memory/a.md", "the heron nests by the pond\n")
+    write(workspace, "memory/sub/b.md", "an otter swims upstream\n")
+    # The watcher's own syncs wait 30 s: the searches below must find the changes.
+    with (
+        Memory(workspace, embedder=FakeEmbedder()) as mem,
+        WorkspaceWatcher(mem, debounce=30.0, max_delay=30.0) as watcher,
+    ):
+        assert _wait_for(lambda: watcher.pending() == frozenset())  # the first sync
+        looked = len(scans)
+        path = workspace / "memory" / "a.md"
+        _edit_in_place(path, "a kingfisher dives in the pond\n")
+        assert _wait_for(lambda: watcher.pending() == {str(path)})
+        assert mem.search("kingfisher").results[0].path == "memory/a.md"
+        assert len(scans) == looked  # that one file, not every file
+        # A folder moved: the watcher cannot list its files, so every file is looked at.
+        (workspace / "memory" / "sub").rename(workspace / "memory" / "moved")
+        assert _wait_for(lambda: watcher.pending() is None)
+        assert mem.search("otter upstream").results[0].path == "memory/moved/b.md"
+        assert len(scans) == looked + 1
+
+
+def test_the_watcher_syncs_the_files_it_saw_change_without_a_full_look(
+    workspace: Path, scans: list[int]
+) -> None:
+    write(workspace, "memory/a.md", "the heron nests by the pond\n")
+    reports: list[object] = []
+    with (
+        Memory(workspace, embedder=FakeEmbedder()) as mem,
+        WorkspaceWatcher(mem, debounce=0.1, on_sync=reports.append) as watcher,
+    ):
+        assert _wait_for(lambda: watcher.syncs == 1)
+        looked = len(scans)
+        _edit_in_place(workspace / "memory" / "a.md", "a kingfisher dives in the pond\n")
+        write(workspace, "memory/new.md", "a new note about herons\n")
+        assert _wait_for(lambda: watcher.syncs >= 2 and watcher.pending() == frozenset())
+        assert len(scans) == looked
+        assert sum(r.updated + r.added for r in reports[1:]) == 2  # type: ignore[attr-defined]
+        assert mem.search("kingfisher").results[0].path == "memory/a.md"
+
+
 def test_in_a_big_vault_a_full_look_waits_twenty_times_its_own_cost(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

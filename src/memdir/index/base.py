@@ -182,7 +182,9 @@ class IndexBackend(Protocol):
 
     # -- files and chunks ---------------------------------------------------------------
 
-    def file_rows(self) -> dict[str, FileRow]: ...
+    def file_rows(self, paths: Sequence[str] | None = None) -> dict[str, FileRow]:
+        """The indexed files' rows by path: all of them, or those of ``paths`` it has."""
+        ...
 
     def replace_file(
         self,
@@ -308,7 +310,7 @@ class LifecycleOptions:
     #: The folder for the SQLite file and the local locks (``<workspace>/.memdir``).
     state_dir: Path
     #: The workspace's id in a shared database (see
-    #: :func:`memdir.index.manager.default_workspace_id`).
+    #: :func:`memdir.index.location.default_workspace_id`).
     workspace_id: str
     #: ``[index] vector_backend`` (SQLite: numpy or sqlite-vec).
     vector_backend: str

@@ -4,9 +4,10 @@ since the index last saw them, found cheaply.
 Statting every file before every search is exact but grows with the vault (82–111 ms at 10,000
 files). So a search looks at every file only when something may have changed:
 
-- a file watcher runs (:class:`memdir.watch.WorkspaceWatcher`, as in ``memdir serve``): it
-  sees every change and syncs it; a search looks at the files only while the watcher has
-  changes it has not synced yet;
+- a file watcher runs (:class:`memdir.watch.WorkspaceWatcher`, as in ``memdir serve`` and the
+  MCP server): it sees every change and syncs it; a search looks only at the files the watcher
+  saw change and has not synced yet (:func:`memdir.index.changes.scan_paths`), and by the rules
+  below when it cannot say which (a folder moved, the first sync);
 - no watcher: a search stats the folders (a file added, removed or renamed — as editors save —
   changes its folder's time) and looks at every file when one changed, when this process wrote
   a file, or when the last full look is :data:`FULL_SCAN_S` old — or, in a vault so big
@@ -23,6 +24,7 @@ from collections.abc import Callable
 
 from memdir.filewalk import Skipped, folders_changed
 from memdir.index.base import IndexBackend
+from memdir.index.changes import scan_paths
 from memdir.index.sync import DirtyState, scan_dirty
 from memdir.workspace import Workspace
 
@@ -37,8 +39,9 @@ class Freshness:
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
-        #: Set by a running watcher: True while it may have changes not synced yet.
-        self.watcher: Callable[[], bool] | None = None
+        #: Set by a running watcher: the files it saw change and has not synced yet (absolute
+        #: paths; empty: none), or None when it cannot say which.
+        self.watcher: Callable[[], frozenset[str] | None] | None = None
         self._folders: dict[str, int] = {}
         self._scanned_at: float | None = None
         self._scan_seconds = 0.0
@@ -48,8 +51,9 @@ class Freshness:
         """The changed files, or None when there is no need to look."""
         if self._writes != self.workspace.writes:  # this process wrote a file
             return self.scan(store, skipped)
-        if self.watcher is not None and not self.watcher():
-            return None
+        pending = self.watcher() if self.watcher is not None else None
+        if pending is not None:
+            return scan_paths(store, self.workspace, pending) if pending else None
         if (
             self._scanned_at is not None
             and time.monotonic() - self._scanned_at < self.trust_seconds()

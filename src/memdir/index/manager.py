@@ -11,12 +11,10 @@ default; ``postgresql://``: :mod:`memdir.index.postgres`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
-import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from memdir.config import ChunkingConfig, Config, index_url, memdir_home
+from memdir.config import ChunkingConfig, Config, index_url
 from memdir.config_choices import check_index_values
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ConfigError, ProviderError
@@ -44,7 +42,9 @@ from memdir.index.bm25 import (
     corpus_stats,
     idf_from_df,
 )
+from memdir.index.changes import scan_paths
 from memdir.index.freshness import Freshness
+from memdir.index.location import default_index_dir, default_workspace_id
 from memdir.index.sync import (
     DirtyState,
     Progress,
@@ -90,31 +90,6 @@ def index_identity(
     }
 
 
-def default_index_dir(workspace: Workspace) -> tuple[Path, str | None]:
-    """The folder for the index and its lock, and a note when it is not the workspace's own."""
-    state = workspace.state_dir
-    try:
-        state.mkdir(exist_ok=True)
-        probe = state / f".probe-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-        return state, None
-    except OSError:
-        digest = hashlib.sha256(str(workspace.root).encode()).hexdigest()[:16]
-        fallback = memdir_home() / "indexes" / digest
-        fallback.mkdir(parents=True, exist_ok=True)
-        return fallback, f"workspace is not writable: index kept in {fallback}"
-
-
-def default_workspace_id(workspace: Workspace) -> str:
-    """A stable id for the workspace folder: the first 16 hex digits of the sha256 of its path.
-
-    Hosts that share one memory through a database but keep the files at different paths set
-    ``[index] workspace_id`` to the same value instead.
-    """
-    return hashlib.sha256(str(workspace.root).encode("utf-8")).hexdigest()[:16]
-
-
 #: ``[index] url`` scheme → ``"package:Lifecycle"`` of the engine that keeps such an index ("" is
 #: the SQLite default). An engine is one package under ``memdir/index/`` plus one line here;
 #: it is imported only when chosen (psycopg only for a ``postgresql://`` URL).
@@ -134,7 +109,7 @@ class IndexSettings:
         url: where the index lives, resolved: empty for the SQLite file in the workspace, or a
             ``postgresql://`` URL (see :data:`INDEX_ENGINES`).
         workspace_id: the workspace's id in a shared database; empty:
-            :func:`default_workspace_id`.
+            :func:`~memdir.index.location.default_workspace_id`.
         batch_tokens: the embedding batch size in tokens (``[embedding] batch_tokens``).
     """
 
@@ -297,18 +272,22 @@ class IndexManager:
         force: bool = False,
         progress: Progress | None = None,
         embed: bool = True,
+        paths: Iterable[str] | None = None,
     ) -> SyncReport:
         """Full sync: rebuild when forced or the identity changed, then (with ``embed``) embed
-        what is pending. A write that finds the index damaged lets the lifecycle replace it
-        (:meth:`IndexLifecycle.recover`), then syncs again."""
+        what is pending; ``paths``: look only at these files (absolute paths a watcher saw
+        change: :func:`~memdir.index.changes.scan_paths`). A write that finds the index damaged
+        lets the lifecycle replace it (:meth:`IndexLifecycle.recover`), then syncs again."""
         try:
-            return self._sync(force=force, progress=progress, embed=embed)
+            return self._sync(force=force, progress=progress, embed=embed, paths=paths)
         except Exception as exc:
             if not self.lifecycle.recover(exc):
                 raise
-            return self._sync(force=True, progress=progress, embed=embed)
+            return self._sync(force=True, progress=progress, embed=embed, paths=None)
 
-    def _sync(self, *, force: bool, progress: Progress | None, embed: bool) -> SyncReport:
+    def _sync(
+        self, *, force: bool, progress: Progress | None, embed: bool, paths: Iterable[str] | None
+    ) -> SyncReport:
         report = SyncReport()
         rebuilt = False
         with self.write_lock():
@@ -317,7 +296,11 @@ class IndexManager:
                 self._rebuild(progress, report)
                 rebuilt = True
             else:
-                dirty = self.freshness.scan(store, report.skipped)
+                dirty = (
+                    self.freshness.scan(store, report.skipped)
+                    if paths is None
+                    else scan_paths(store, self.workspace, paths)
+                )
                 self._sync_files(store, report, progress, dirty)
         if rebuilt and self.embedder is not None and self.identity["line_vectors"]:
             with self.write_lock(), self.store().write():

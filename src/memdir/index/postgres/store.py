@@ -175,13 +175,14 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
 
     # -- files and chunks ---------------------------------------------------------------
 
-    def file_rows(self) -> dict[str, FileRow]:
+    def file_rows(self, paths: Sequence[str] | None = None) -> dict[str, FileRow]:
         """The files this host has indexed or checked, with the (mtime, size) it saw."""
         rows = self.conn.execute(
             "SELECT f.path, f.source, f.hash, s.mtime_ns, s.size, f.warning "
             "FROM memdir_files f JOIN memdir_file_seen s ON s.workspace_id = f.workspace_id "
-            "AND s.path = f.path AND s.host = %s WHERE f.workspace_id = %s",
-            (self.host, self.workspace_id),
+            "AND s.path = f.path AND s.host = %s WHERE f.workspace_id = %s"
+            + ("" if paths is None else " AND f.path = ANY(%s)"),
+            (self.host, self.workspace_id, *(() if paths is None else (list(paths),))),
         ).fetchall()
         return {
             str(r[0]): FileRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), r[5])

@@ -3,7 +3,7 @@
 
 - Location: ``<workspace>/.memdir/index.sqlite``; when the workspace cannot be written, a cache
   under ``$MEMDIR_HOME/indexes/`` so a read-only workspace can still be searched (the manager
-  picks the folder: :func:`memdir.index.manager.default_index_dir`).
+  picks the folder: :func:`memdir.index.location.default_index_dir`).
 - One writer: a cross-process file lock (``index.lock``) around every write phase; readers never
   take it (WAL).
 - Identity (provider, model, dims, chunking, tokenizer, schema) change → a full rebuild into a

@@ -75,11 +75,17 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
 
     # -- files --------------------------------------------------------------------------
 
-    def file_rows(self) -> dict[str, FileRow]:
-        rows = self.conn.execute(
-            "SELECT path, source, hash, mtime_ns, size, warning FROM files"
-        ).fetchall()
-        return {r[0]: FileRow(*r) for r in rows}
+    def file_rows(self, paths: Sequence[str] | None = None) -> dict[str, FileRow]:
+        select = "SELECT path, source, hash, mtime_ns, size, warning FROM files"
+        if paths is None:
+            return {r[0]: FileRow(*r) for r in self.conn.execute(select).fetchall()}
+        out: dict[str, FileRow] = {}
+        for start in range(0, len(paths), 500):
+            part = list(paths[start : start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(f"{select} WHERE path IN ({marks})", part).fetchall()
+            out.update((r[0], FileRow(*r)) for r in rows)
+        return out
 
     def replace_file(
         self,
