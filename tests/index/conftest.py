@@ -73,6 +73,15 @@ class Backend:
         self.managers.append(mgr)
         return mgr
 
+    def synced_notes(self, root: Path, count: int, text: str = "note {i}") -> IndexManager:
+        """A keyword-only manager over ``count`` notes ``memory/n{i}.md``, synced once."""
+        for i in range(count):
+            (root / "memory").mkdir(parents=True, exist_ok=True)
+            (root / "memory" / f"n{i}.md").write_text(text.format(i=i) + "\n", encoding="utf-8")
+        mgr = self.manager(root)
+        mgr.sync()
+        return mgr
+
 
 def workspace_ids(url: str) -> set[str]:
     """The workspaces that have rows in the PostgreSQL database at ``url``."""

@@ -84,10 +84,7 @@ def test_each_file_gets_the_entry_a_look_at_every_file_gives(
 def test_the_changed_files_get_the_verdict_a_full_look_gives(
     backend: Backend, workspace: Path
 ) -> None:
-    for i in range(6):
-        write(workspace, f"memory/n{i}.md", f"note {i}\n")
-    mgr = backend.manager(workspace)
-    mgr.sync()
+    mgr = backend.synced_notes(workspace, 6)
     store = mgr.store()
     write(workspace, "memory/n1.md", "note 1, edited\n")
     (workspace / "memory" / "n2.md").unlink()

@@ -64,10 +64,7 @@ def test_touched_but_identical_file_is_not_rechunked(backend: Backend, workspace
 def test_an_edit_reads_the_file_rows_once(
     backend: Backend, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for i in range(5):
-        write(workspace, f"memory/n{i}.md", f"note {i} alpha\n")
-    mgr = backend.manager(workspace)
-    mgr.sync()
+    mgr = backend.synced_notes(workspace, 5, "note {i} alpha")
     store = mgr.store()
     reads: list[int] = []
     real = store.file_rows
