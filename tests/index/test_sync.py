@@ -5,7 +5,10 @@ Every test that touches the index runs on each storage backend (``backend`` fixt
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,29 +64,71 @@ def test_touched_but_identical_file_is_not_rechunked(backend: Backend, workspace
     assert not scan_dirty(mgr.store(), mgr.workspace)
 
 
-def test_an_edit_reads_the_file_rows_once(
+def test_an_edit_reads_every_row_once_then_the_changed_rows_under_the_lock(
     backend: Backend, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mgr = backend.synced_notes(workspace, 5, "note {i} alpha")
     store = mgr.store()
-    reads: list[int] = []
+    reads: list[list[str] | None] = []
     real = store.file_rows
 
-    def counting():  # type: ignore[no-untyped-def]
-        rows = real()
-        reads.append(len(rows))
-        return rows
+    def counting(paths=None):  # type: ignore[no-untyped-def]
+        reads.append(None if paths is None else list(paths))
+        return real(paths)
 
     monkeypatch.setattr(store, "file_rows", counting)
     write(workspace, "memory/n3.md", "note 3 alpha, edited\n")
     write(workspace, "memory/new.md", "a new note\n")
     report = mgr.sync()
     assert (report.updated, report.added) == (1, 1)
-    assert len(reads) == 1  # the look at every file; syncing the two used the rows it read
+    # The look at every file, then (under the writer lock) the rows of the two it found.
+    assert reads == [None, ["memory/n3.md", "memory/new.md"]]
     monkeypatch.undo()
     assert not scan_dirty(store, mgr.workspace)
     hits = mgr.keyword_search(KeywordQuery.build(query_terms("note 3 edited")), 1)
     assert [store.chunks_by_seq([seq])[seq].path for seq, _ in hits] == ["memory/n3.md"]
+
+
+def test_a_file_synced_elsewhere_while_waiting_for_the_lock_ends_right(
+    workspace: Path,
+) -> None:
+    """A search finds a file changed, another process syncs it before the search gets the
+    writer lock, and the file goes back to its old text (an undo): the index must end with
+    the old text (it once kept the other process's, judged by rows read before the lock)."""
+    path = workspace / "memory" / "x.md"
+    now = time.time_ns()
+
+    def put(text: str, age_s: int) -> None:
+        write(workspace, "memory/x.md", text)
+        os.utime(path, ns=(now - age_s * 10**9, now - age_s * 10**9))
+
+    put("the heron nests by the pond\n", 3)
+    with (
+        Memory(workspace, embedder=FakeEmbedder()) as a,
+        Memory(workspace, embedder=FakeEmbedder()) as b,
+    ):
+        a.search("heron")
+        b.sync()
+        put("a kingfisher dives into the river\n", 2)
+        lock = a.index.write_lock
+        interleaved = []
+
+        @contextlib.contextmanager
+        def late_lock(timeout: float = 60.0) -> Iterator[None]:
+            if not interleaved:
+                interleaved.append(1)
+                b.sync()  # the other process indexes the edit...
+                put("the heron nests by the pond\n", 1)  # ...which is then undone
+            with lock(timeout):
+                yield
+
+        a.index.write_lock = late_lock  # type: ignore[method-assign]
+        a.index.freshness.forget()  # this search looks at every file
+        a.search("heron")
+        assert interleaved
+    with Memory(workspace, embedder=FakeEmbedder()) as fresh:
+        assert [r.path for r in fresh.search("heron pond").results] == ["memory/x.md"]
+        assert not fresh.search("kingfisher river").results
 
 
 def test_edit_reembeds_only_changed_chunks(backend: Backend, workspace: Path) -> None:

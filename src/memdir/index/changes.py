@@ -99,8 +99,7 @@ def scan_paths(store: IndexBackend, workspace: Workspace, locations: Iterable[st
         or (row.mtime_ns, row.size) != (entry.mtime_ns, entry.size)
     ]
     deleted = tuple(sorted(name for name in names if name in known and name not in entries))
-    rows = {e.path: known[e.path] for e in changed if e.path in known}
-    return DirtyState(tuple(changed), deleted, rows)
+    return DirtyState(tuple(changed), deleted)
 
 
 __all__ = ["file_entry", "scan_paths"]

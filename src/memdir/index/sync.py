@@ -90,9 +90,6 @@ class DirtyState:
 
     changed: tuple[FileEntry, ...]
     deleted: tuple[str, ...]
-    #: The index's rows of the changed files that it knows (None: not read), so that syncing
-    #: them does not read every file's row a second time (~35 ms at 10,000 files).
-    rows: dict[str, FileRow] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.deleted)
@@ -116,8 +113,7 @@ def scan_dirty(
         if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
             changed.append(entry)
     deleted = tuple(sorted(set(known) - seen))
-    rows = {e.path: known[e.path] for e in changed if e.path in known}
-    return DirtyState(tuple(changed), deleted, rows)
+    return DirtyState(tuple(changed), deleted)
 
 
 def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
@@ -143,7 +139,10 @@ def sync_files(
     report = report or SyncReport()
     if dirty is None:
         dirty = scan_dirty(store, workspace, report.skipped)
-    known = dirty.rows if dirty.rows is not None else store.file_rows() if dirty.changed else {}
+    # The changed files' rows, read now (under the writer lock), not when they were found to
+    # have changed: another process may have synced them since. Only theirs: ~35 ms less than
+    # every file's row at 10,000 files.
+    known = store.file_rows([e.path for e in dirty.changed]) if dirty.changed else {}
     model = embedder.model_id if embedder else "fts"
     total = len(dirty.changed)
     report.scanned += total
