@@ -318,7 +318,9 @@ def serve_stdio(memory: Memory, *, watch: bool = True) -> None:
     """
     lock = threading.Lock()
     tools = MemoryTools(memory, lock=lock)
-    watcher = WorkspaceWatcher(memory, lock=lock, on_error=_log_sync_error) if watch else None
+    watcher = (
+        WorkspaceWatcher(memory, lock=lock, on_error=_log_sync_error, warm=True) if watch else None
+    )
 
     def start_watching() -> None:
         # Started on the first request after the handshake, not before: its first sync (model

@@ -12,10 +12,12 @@ Markdown are ignored. Syncs run on the watcher's thread under a lock the caller 
 MCP server serialises its tool calls with the same lock); a failed sync is reported to
 ``on_error`` and retried on the next change, never raised. A sync looks only at the files whose
 events arrived (:func:`memdir.index.changes.scan_paths`), and at every file after a folder
-event, at the first sync and after a failed one; searches meanwhile look at those same files
-(:meth:`WorkspaceWatcher.pending`). After each sync, still under the
-lock, what the next search would load is loaded (:meth:`IndexManager.warm`: the vector matrix,
-~2 s at 10,000 files), so no search waits for it.
+event, at the first sync, after a failed one, for a burst of over :data:`MAX_LISTED_CHANGES`
+files and when the last such look is :data:`FULL_LOOK_EVERY_S` old (so a change no event
+reported is caught up at the next change); searches meanwhile look at those same files
+(:meth:`WorkspaceWatcher.pending`). With ``warm`` (the MCP server), after each sync, still under
+the lock, what the next search would load is loaded (:meth:`IndexManager.warm`: the vector
+matrix, ~2 s at 10,000 files), so no search waits for it.
 
 Several processes may work on one workspace at once (two servers, a watcher, a CLI search): the
 index is in WAL mode with a busy timeout and one cross-process writer lock, and
@@ -47,6 +49,12 @@ from memdir.workspace import MEMORY_DIR, MEMORY_FILE, SKILLS_DIR, STATE_DIR, Wor
 DEBOUNCE_S = 1.5
 #: Longest wait after the first change of a burst before syncing anyway (seconds).
 MAX_DELAY_S = 10.0
+#: A sync this long after the last look at every file looks at every file again, so a change
+#: the watcher did not see (an event queue overflow, a folder it could not watch) is caught up
+#: at the next change, as when every sync looked at every file (seconds).
+FULL_LOOK_EVERY_S = 60.0
+#: More changed files than this in one burst (a checkout): one look at every file instead.
+MAX_LISTED_CHANGES = 1000
 #: Events that do not change a file's content or metadata.
 _IGNORED_EVENTS = frozenset({"opened", "closed_no_write"})
 
@@ -74,25 +82,31 @@ def retry_when_busy(fn: Callable[[], T], *, attempts: int = 5, delay: float = 0.
 def is_indexable_change(workspace: Workspace, path: str, *, is_directory: bool = False) -> bool:
     """Whether a change at ``path`` can change what the index holds.
 
-    Files: MEMORY.md, ``*.md`` under ``memory/`` and ``skills/``, and extra paths. Folders:
-    ``memory/``, ``skills/`` and anything below them or an extra path (a moved or deleted folder
-    takes its notes with it). Never ``.memdir/`` or hidden folders.
+    Files: MEMORY.md, ``*.md`` under ``memory/`` and ``skills/``, and extra paths — what
+    :meth:`Workspace.iter_files` lists (a hidden file too; no folder on the way hidden below the
+    indexed place). Folders: ``memory/``, ``skills/`` and anything below them or an extra path
+    (a moved or deleted folder takes its notes with it), unless hidden. Never ``.memdir/``.
     """
     candidate = Path(path)
     if not is_directory and not candidate.name.lower().endswith(".md"):
         return False
+
+    def visible(below: tuple[str, ...]) -> bool:
+        return not any(p.startswith(".") for p in (below if is_directory else below[:-1]))
+
     try:
         parts = candidate.relative_to(workspace.root).parts
     except ValueError:
         parts = ()
-    if parts:
-        if parts[0] == STATE_DIR or any(p.startswith(".") for p in parts[:-1]):
-            return False
-        if parts[0] in (MEMORY_DIR, SKILLS_DIR):
-            return is_directory or not parts[-1].startswith(".")
+    if parts and parts[0] != STATE_DIR:
+        if parts[0] in (MEMORY_DIR, SKILLS_DIR) and visible(parts[1:]):
+            return True
         if parts == (MEMORY_FILE,) and not is_directory:
             return True
-    return any(is_within(candidate, extra) for extra in workspace.extra_paths)
+    return any(
+        is_within(candidate, extra) and visible(candidate.relative_to(extra).parts)
+        for extra in workspace.extra_paths
+    )
 
 
 class _Handler(FileSystemEventHandler):
@@ -136,6 +150,8 @@ class WorkspaceWatcher:
         on_sync: called with each sync's report (on the watcher thread).
         on_error: called with the exception of a failed sync; default: logged.
         initial_sync: sync once at start, to catch up with changes made while not watching.
+        warm: after each sync, load what the next search would wait for (the vector matrix:
+            ~740 MB held at 10,000 files); for a process that searches, as the MCP server.
     """
 
     def __init__(
@@ -148,8 +164,10 @@ class WorkspaceWatcher:
         on_sync: Callable[[SyncReport], None] | None = None,
         on_error: Callable[[Exception], None] | None = None,
         initial_sync: bool = True,
+        warm: bool = False,
     ) -> None:
         self.memory = memory
+        self.warm = warm
         self.debounce = debounce
         self.max_delay = max(max_delay, debounce)
         self.lock = lock if lock is not None else threading.Lock()
@@ -172,6 +190,7 @@ class WorkspaceWatcher:
         self._changed: set[str] = set()
         self._whole = True
         self._in_flight: frozenset[str] | None = frozenset()  # what the running sync looks at
+        self._full_at = -float("inf")  # when the last sync that looked at every file began
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -191,8 +210,10 @@ class WorkspaceWatcher:
                 continue
             if extra.is_dir():
                 self._schedule(extra, recursive=True)
-            else:
+            elif extra.parent.is_dir():  # a file, or a folder made later (folder_changed)
                 self._schedule(extra.parent, recursive=False)
+            else:
+                self._blind = True  # nothing to watch: searches look by the other rules
         observer.daemon = True
         observer.start()
         self._stopping = False
@@ -242,8 +263,9 @@ class WorkspaceWatcher:
             log.warning("memdir watch: cannot watch %s: %s", folder, exc)
 
     def folder_changed(self, folder: Path, *, gone: bool) -> None:
-        """Start watching ``memory/`` or ``skills/`` when it appears; forget it when it goes."""
-        if folder not in self._note_folders():
+        """Start watching ``memory/``, ``skills/`` or an extra folder when it appears; forget it
+        when it goes."""
+        if folder not in self._note_folders() and folder not in self.memory.workspace.extra_paths:
             return
         if not gone:
             self._schedule(folder, recursive=True)
@@ -319,7 +341,11 @@ class WorkspaceWatcher:
                     return
                 self._syncing = True
                 self._first_change = None
-                whole, paths = self._whole, frozenset(self._changed)
+                stale = time.monotonic() - self._full_at > FULL_LOOK_EVERY_S
+                whole = self._whole or stale or len(self._changed) > MAX_LISTED_CHANGES
+                paths = frozenset(self._changed)
+                if whole:
+                    self._full_at = time.monotonic()
                 self._in_flight = None if whole else paths
                 self._whole, self._changed = False, set()
             ok = False
@@ -336,9 +362,10 @@ class WorkspaceWatcher:
         try:
             with self.lock:
                 report = retry_when_busy(partial(self.memory.sync, paths=paths))
-                # The next search would load (or bring in step) the vector matrix: do it now,
-                # while nobody waits (~2 s at 10,000 files on the first sync).
-                self._warm()
+                if self.warm:
+                    # The next search would load (or bring in step) the vector matrix: do it
+                    # now, while nobody waits (~2 s at 10,000 files on the first sync).
+                    self._warm()
         except Exception as exc:
             if self.on_error is not None:
                 self.on_error(exc)

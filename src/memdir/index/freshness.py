@@ -51,7 +51,8 @@ class Freshness:
         """The changed files, or None when there is no need to look."""
         if self._writes != self.workspace.writes:  # this process wrote a file
             return self.scan(store, skipped)
-        pending = self.watcher() if self.watcher is not None else None
+        watcher = self.watcher  # read once: a watcher stopping on another thread clears it
+        pending = watcher() if watcher is not None else None
         if pending is not None:
             return scan_paths(store, self.workspace, pending) if pending else None
         if (
