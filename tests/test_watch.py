@@ -18,7 +18,7 @@ import memdir.watch as watch
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
 from memdir.watch import WorkspaceWatcher, is_indexable_change, retry_when_busy
-from memdir.workspace import Workspace
+from memdir.workspace import Workspace, init_workspace
 from tests.helpers import write
 
 
@@ -71,6 +71,23 @@ def test_after_a_sync_the_watcher_loads_what_the_next_search_would_wait_for(
         response = memory.search("zeppelin tour")
     assert response.results and response.mode == "hybrid"
     assert loads == ["memdir-watch"]  # and the search did not load it again
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_warm_watcher_loads_jieba_once_when_the_notes_hold_chinese(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lang: str
+) -> None:
+    root, _ = init_workspace(tmp_path / lang, lang)
+    loads: list[int] = []
+    monkeypatch.setattr("memdir.memory.load_segmenter", lambda: loads.append(1))
+    with (
+        Memory(root, embedder=FakeEmbedder()) as mem,
+        WorkspaceWatcher(mem, debounce=0.1, warm=True) as watcher,
+    ):
+        assert _wait_for(lambda: watcher.syncs == 1)
+        write(root, "memory/2026-12-01.md", "- one more note\n")
+        assert _wait_for(lambda: watcher.syncs == 2)
+    assert loads == ([1] if lang == "zh" else [])
 
 
 def _wait_for(condition, seconds: float = 10.0) -> bool:  # type: ignore[no-untyped-def]

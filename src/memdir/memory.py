@@ -38,6 +38,7 @@ from memdir.privacy import SecretGuard
 from memdir.relevance import calibration_for
 from memdir.rerank import Reranker, create_reranker
 from memdir.search import EmbedMissing, SearchResponse, run_search
+from memdir.text import has_cjk, load_segmenter
 from memdir.unindexed import Unindexed, find_unindexed
 from memdir.workspace import (
     MEMORY_FILE,
@@ -289,6 +290,23 @@ class Memory(BrowseMixin, GovernanceMixin):
             f"{head}; `memdir index` embeds them (`memdir serve` and `memdir watch` do it in "
             "the background)"
         )
+
+    def load_segmenter_for_chinese(self) -> bool:
+        """Load jieba now when the notes hold Chinese (MEMORY.md, USER.md or the newest note
+        has a CJK character), so a server's first Chinese search does not wait ~1 s for its
+        dictionary. Whether it did."""
+        root = self.workspace.root
+        notes = sorted((root / "memory").glob("*.md"))[-1:] if (root / "memory").is_dir() else []
+        for path in (root / MEMORY_FILE, root / "USER.md", *notes):
+            try:
+                with path.open(encoding="utf-8", errors="replace") as fh:
+                    head = fh.read(20_000)
+            except OSError:
+                continue
+            if has_cjk(head):
+                load_segmenter()
+                return True
+        return False
 
     def _file_lines(self, path: str) -> list[str] | None:
         """An indexed file's lines as they are now (for widening results); None if unreadable

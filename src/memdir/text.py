@@ -91,6 +91,12 @@ def _segmenter() -> Any:
     return _jieba
 
 
+def load_segmenter() -> None:
+    """Load jieba now (~1 s for its dictionary), so that the first Chinese text to segment
+    does not wait for it; a server does this before its first search."""
+    _segmenter()
+
+
 def _import_jieba() -> Any:
     """``import jieba`` without its optional ``pkg_resources`` import (setuptools' slowest
     module, ~0.2 s at every start): jieba then opens its data files itself."""

@@ -151,7 +151,8 @@ class WorkspaceWatcher:
         on_error: called with the exception of a failed sync; default: logged.
         initial_sync: sync once at start, to catch up with changes made while not watching.
         warm: after each sync, load what the next search would wait for (the vector matrix:
-            ~740 MB held at 10,000 files); for a process that searches, as the MCP server.
+            ~740 MB held at 10,000 files; once, jieba's dictionary when the notes hold Chinese);
+            for a process that searches, as the MCP server.
     """
 
     def __init__(
@@ -191,6 +192,7 @@ class WorkspaceWatcher:
         self._whole = True
         self._in_flight: frozenset[str] | None = frozenset()  # what the running sync looks at
         self._full_at = -float("inf")  # when the last sync that looked at every file began
+        self._segmenter_checked = False
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -375,4 +377,10 @@ class WorkspaceWatcher:
         self.syncs += 1
         if self.on_sync is not None:
             self.on_sync(report)
+        if self.warm and not self._segmenter_checked:  # once, outside the lock: no index use
+            self._segmenter_checked = True
+            try:
+                self.memory.load_segmenter_for_chinese()
+            except Exception as exc:  # a Chinese search would meet it again and report it
+                log.warning("memdir watch: loading the Chinese segmenter failed: %s", exc)
         return True
