@@ -40,7 +40,12 @@ async def one_run(workspace: Path, wait: float, queries: tuple[str, ...]) -> lis
         command=str(exe), args=["serve", "--workspace", str(workspace)], env={**os.environ}
     )
     started = time.perf_counter()
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    # The server's stderr to the real one (under pytest sys.stderr may have no file number).
+    errlog = sys.__stderr__ or sys.stderr
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         await session.list_tools()
         out = [time.perf_counter() - started]

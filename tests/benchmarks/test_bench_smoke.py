@@ -180,3 +180,20 @@ def test_hooks_latency_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert "archived" in rows["SessionEnd"]["last run"]
     for row in rows.values():
         assert float(row["p50 s"]) > 0
+
+
+def test_mcp_first_search_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One server start over stdio on a tiny indexed workspace (fake embedder): every step
+    timed, both searches answered."""
+    from memdir import Memory, init_workspace
+
+    root, _ = init_workspace(tmp_path / "ws", "zh")
+    (root / ".memdir" / "config.toml").write_text('[embedding]\nprovider = "fake"\n')
+    (root / "memory" / "2026-12-01.md").write_text("- 数据库迁移计划: Redis 缓存端口改为 6380\n")
+    with Memory(root) as memory:
+        memory.sync()
+    module = load_script("mcp_first_search")
+    assert module.main(["--workspace", str(root), "--wait", "0", "--runs", "1"]) == 0
+    rows = table_rows(capsys.readouterr().out, "| step")
+    assert len(rows) == 3
+    assert all(float(row["median ms"]) > 0 for row in rows.values())
