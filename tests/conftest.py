@@ -57,3 +57,20 @@ def memory(workspace: Path, fake_embedder: FakeEmbedder) -> Iterator[Memory]:
     """A Memory over ``workspace`` with the fake embedder."""
     with Memory(workspace, embedder=fake_embedder) as mem:
         yield mem
+
+
+@pytest.fixture
+def full_looks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the looks at every file the index's freshness check makes (its ``scan_dirty``
+    calls: a sync's, or a search's)."""
+    import memdir.index.freshness as freshness
+
+    calls: list[int] = []
+    real = freshness.scan_dirty
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(freshness, "scan_dirty", counting)
+    return calls

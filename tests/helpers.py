@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,3 +46,11 @@ def memory_chunks(root: Path) -> int:
     config = ChunkingConfig()
     text = memory.read_text(encoding="utf-8")
     return len(chunk_markdown(text, max_tokens=config.tokens, overlap_tokens=config.overlap))
+
+
+def wait_for(condition: Callable[[], object], seconds: float = 10.0) -> bool:
+    """Poll ``condition`` every 50 ms for up to ``seconds``; whether it came true."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(condition())

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import memdir.index.freshness as freshness
 import memdir.watch as watch
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
 from memdir.watch import WorkspaceWatcher, is_indexable_change, retry_when_busy
 from memdir.workspace import Workspace, init_workspace
-from tests.helpers import write
+from tests.helpers import wait_for, write
 
 
 def wait_until_indexed(root: Path, rel: str, *, seconds: float = 10.0) -> bool:
@@ -63,10 +62,10 @@ def test_after_a_sync_the_watcher_loads_what_the_next_search_would_wait_for(
 
     monkeypatch.setattr(type(vectors), "_update", update)
     with WorkspaceWatcher(memory, debounce=0.1) as watcher:  # memdir watch: nobody searches
-        assert _wait_for(lambda: watcher.syncs == 1)
+        assert wait_for(lambda: watcher.syncs == 1)
     assert loads == []  # no 740 MB matrix (at 10,000 files) in a process that never searches
     with WorkspaceWatcher(memory, debounce=0.1, warm=True) as watcher:  # as the MCP server
-        assert _wait_for(lambda: watcher.syncs == 1)
+        assert wait_for(lambda: watcher.syncs == 1)
         assert loads == ["memdir-watch"]  # the matrix was loaded after the first sync
         response = memory.search("zeppelin tour")
     assert response.results and response.mode == "hybrid"
@@ -84,31 +83,10 @@ def test_a_warm_watcher_loads_jieba_once_when_the_notes_hold_chinese(
         Memory(root, embedder=FakeEmbedder()) as mem,
         WorkspaceWatcher(mem, debounce=0.1, warm=True) as watcher,
     ):
-        assert _wait_for(lambda: watcher.syncs == 1)
+        assert wait_for(lambda: watcher.syncs == 1)
         write(root, "memory/2026-12-01.md", "- one more note\n")
-        assert _wait_for(lambda: watcher.syncs == 2)
+        assert wait_for(lambda: watcher.syncs == 2)
     assert loads == ([1] if lang == "zh" else [])
-
-
-def _wait_for(condition, seconds: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return bool(condition())
-
-
-@pytest.fixture
-def full_looks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the syncs that look at every file."""
-    calls: list[int] = []
-    real = freshness.scan_dirty
-
-    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(freshness, "scan_dirty", counting)
-    return calls
 
 
 def test_a_change_no_event_reported_is_caught_up_once_the_last_full_look_is_old(
@@ -117,7 +95,7 @@ def test_a_change_no_event_reported_is_caught_up_once_the_last_full_look_is_old(
     write(workspace, "memory/seen.md", "a heron by the pond\n")
     write(workspace, "memory/unseen.md", "a heron by the river\n")
     with WorkspaceWatcher(memory, debounce=0.1) as watcher:
-        assert _wait_for(lambda: watcher.syncs == 1) and len(full_looks) == 1
+        assert wait_for(lambda: watcher.syncs == 1) and len(full_looks) == 1
         handler = watcher._handler
         real = handler.on_any_event
 
@@ -128,12 +106,12 @@ def test_a_change_no_event_reported_is_caught_up_once_the_last_full_look_is_old(
         monkeypatch.setattr(handler, "on_any_event", lossy)
         write(workspace, "memory/unseen.md", "a kingfisher by the river\n")
         write(workspace, "memory/seen.md", "a kingfisher by the pond\n")
-        assert _wait_for(lambda: watcher.syncs == 2)
+        assert wait_for(lambda: watcher.syncs == 2)
         assert len(full_looks) == 1  # the last full look is recent: the seen file only
         assert [r.path for r in memory.search("kingfisher").results] == ["memory/seen.md"]
         monkeypatch.setattr(watch, "FULL_LOOK_EVERY_S", 0.0)  # now it is old
         write(workspace, "memory/seen.md", "a kingfisher dives by the pond\n")
-        assert _wait_for(lambda: watcher.syncs == 3)
+        assert wait_for(lambda: watcher.syncs == 3)
         assert len(full_looks) == 2
         found = {r.path for r in memory.search("kingfisher").results}
     assert found == {"memory/seen.md", "memory/unseen.md"}
@@ -144,10 +122,10 @@ def test_a_big_burst_is_one_look_at_every_file(
 ) -> None:
     monkeypatch.setattr(watch, "MAX_LISTED_CHANGES", 2)
     with WorkspaceWatcher(memory, debounce=0.3) as watcher:
-        assert _wait_for(lambda: watcher.syncs == 1) and len(full_looks) == 1
+        assert wait_for(lambda: watcher.syncs == 1) and len(full_looks) == 1
         for i in range(3):
             write(workspace, f"memory/burst{i}.md", f"burst note {i}\n")
-        assert _wait_for(lambda: watcher.syncs == 2)
+        assert wait_for(lambda: watcher.syncs == 2)
     assert len(full_looks) == 2
 
 
@@ -157,17 +135,17 @@ def test_an_extra_folder_made_after_the_start_is_watched(tmp_path: Path, workspa
         Memory(workspace, config=config, embedder=FakeEmbedder()) as mem,
         WorkspaceWatcher(mem, debounce=0.1) as watcher,
     ):
-        assert _wait_for(lambda: watcher.syncs == 1)
+        assert wait_for(lambda: watcher.syncs == 1)
         assert watcher.pending() == frozenset()  # watched: not blind
         write(workspace, "notes/plan.md", "the zeppelin tour is booked\n")
-        assert _wait_for(lambda: watcher.syncs >= 2 and watcher.pending() == frozenset())
+        assert wait_for(lambda: watcher.syncs >= 2 and watcher.pending() == frozenset())
         time.sleep(0.3)  # the folder's own events have settled
-        assert _wait_for(lambda: watcher.pending() == frozenset())
+        assert wait_for(lambda: watcher.pending() == frozenset())
         assert mem.search("zeppelin").results
         synced = watcher.syncs
         path = workspace / "notes" / "plan.md"
         path.write_text("the airship tour is booked\n", encoding="utf-8")
-        assert _wait_for(lambda: watcher.syncs > synced and watcher.pending() == frozenset())
+        assert wait_for(lambda: watcher.syncs > synced and watcher.pending() == frozenset())
         assert [r.path for r in mem.search("airship").results] == ["notes/plan.md"]
 
 

@@ -11,24 +11,9 @@ from pathlib import Path
 import pytest
 
 import memdir.index.freshness as freshness
-import memdir.index.sync as sync_module
 from memdir import FakeEmbedder, Memory
 from memdir.watch import WorkspaceWatcher
-from tests.helpers import write
-
-
-@pytest.fixture
-def scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts full looks at the files (calls of scan_dirty by the freshness check)."""
-    calls: list[int] = []
-    real = sync_module.scan_dirty
-
-    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(freshness, "scan_dirty", counting)
-    return calls
+from tests.helpers import wait_for, write
 
 
 def _edit_in_place(path: Path, text: str) -> None:
@@ -52,11 +37,13 @@ def searched(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memor
         yield mem
 
 
-def test_repeated_searches_do_not_look_at_every_file(searched: Memory, scans: list[int]) -> None:
-    looked = len(scans)
+def test_repeated_searches_do_not_look_at_every_file(
+    searched: Memory, full_looks: list[int]
+) -> None:
+    looked = len(full_looks)
     for _ in range(5):
         assert searched.search("heron").results
-    assert len(scans) == looked
+    assert len(full_looks) == looked
 
 
 def test_a_new_or_deleted_file_is_seen_at_once(searched: Memory, workspace: Path) -> None:
@@ -97,7 +84,7 @@ def test_what_this_process_writes_is_seen_at_once(
 
 
 def test_with_a_watcher_a_search_looks_only_at_unsynced_changes(
-    workspace: Path, scans: list[int], monkeypatch: pytest.MonkeyPatch
+    workspace: Path, full_looks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(freshness, "FULL_SCAN_S", 0.0)  # without the watcher: every search
     write(workspace, "memory/a.md", "the heron nests by the pond\n")
@@ -106,10 +93,10 @@ def test_with_a_watcher_a_search_looks_only_at_unsynced_changes(
             deadline = time.monotonic() + 10
             while watcher.unsynced() and time.monotonic() < deadline:
                 time.sleep(0.05)  # the initial sync
-            looked = len(scans)
+            looked = len(full_looks)
             for _ in range(3):
                 mem.search("heron")
-            assert len(scans) == looked
+            assert len(full_looks) == looked
             path = workspace / "memory" / "a.md"
             _edit_in_place(path, "a kingfisher dives in the pond\n")
             deadline = time.monotonic() + 10
@@ -119,15 +106,8 @@ def test_with_a_watcher_a_search_looks_only_at_unsynced_changes(
         assert mem.index.freshness.watcher is None
 
 
-def _wait_for(condition, seconds: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return bool(condition())
-
-
 def test_a_search_looks_only_at_the_files_the_watcher_saw_change(
-    workspace: Path, scans: list[int], monkeypatch: pytest.MonkeyPatch
+    workspace: Path, full_looks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(freshness, "FULL_SCAN_S", 0.0)  # by the other rules: every search
     write(workspace, "memory/a.md", "the heron nests by the pond\n")
@@ -137,22 +117,22 @@ def test_a_search_looks_only_at_the_files_the_watcher_saw_change(
         Memory(workspace, embedder=FakeEmbedder()) as mem,
         WorkspaceWatcher(mem, debounce=30.0, max_delay=30.0) as watcher,
     ):
-        assert _wait_for(lambda: watcher.pending() == frozenset())  # the first sync
-        looked = len(scans)
+        assert wait_for(lambda: watcher.pending() == frozenset())  # the first sync
+        looked = len(full_looks)
         path = workspace / "memory" / "a.md"
         _edit_in_place(path, "a kingfisher dives in the pond\n")
-        assert _wait_for(lambda: watcher.pending() == {str(path)})
+        assert wait_for(lambda: watcher.pending() == {str(path)})
         assert mem.search("kingfisher").results[0].path == "memory/a.md"
-        assert len(scans) == looked  # that one file, not every file
+        assert len(full_looks) == looked  # that one file, not every file
         # A folder moved: the watcher cannot list its files, so every file is looked at.
         (workspace / "memory" / "sub").rename(workspace / "memory" / "moved")
-        assert _wait_for(lambda: watcher.pending() is None)
+        assert wait_for(lambda: watcher.pending() is None)
         assert mem.search("otter upstream").results[0].path == "memory/moved/b.md"
-        assert len(scans) == looked + 1
+        assert len(full_looks) == looked + 1
 
 
 def test_the_watcher_syncs_the_files_it_saw_change_without_a_full_look(
-    workspace: Path, scans: list[int]
+    workspace: Path, full_looks: list[int]
 ) -> None:
     write(workspace, "memory/a.md", "the heron nests by the pond\n")
     reports: list[object] = []
@@ -160,12 +140,12 @@ def test_the_watcher_syncs_the_files_it_saw_change_without_a_full_look(
         Memory(workspace, embedder=FakeEmbedder()) as mem,
         WorkspaceWatcher(mem, debounce=0.1, on_sync=reports.append) as watcher,
     ):
-        assert _wait_for(lambda: watcher.syncs == 1)
-        looked = len(scans)
+        assert wait_for(lambda: watcher.syncs == 1)
+        looked = len(full_looks)
         _edit_in_place(workspace / "memory" / "a.md", "a kingfisher dives in the pond\n")
         write(workspace, "memory/new.md", "a new note about herons\n")
-        assert _wait_for(lambda: watcher.syncs >= 2 and watcher.pending() == frozenset())
-        assert len(scans) == looked
+        assert wait_for(lambda: watcher.syncs >= 2 and watcher.pending() == frozenset())
+        assert len(full_looks) == looked
         assert sum(r.updated + r.added for r in reports[1:]) == 2  # type: ignore[attr-defined]
         assert mem.search("kingfisher").results[0].path == "memory/a.md"
 
