@@ -253,6 +253,47 @@ def test_a_failed_sync_is_reported_and_the_watcher_goes_on(
     assert calls[1] == {"paths": None}  # after a failure, a look at every file
 
 
+def test_a_restart_while_an_old_sync_still_runs_leaves_one_loop(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, entered = threading.Event(), threading.Event()
+    original = memory.sync
+
+    def slow_sync(**kwargs: object) -> object:
+        if not release.is_set():
+            entered.set()
+            release.wait(10)
+        return original(**kwargs)
+
+    monkeypatch.setattr(memory, "sync", slow_sync)
+    watcher = WorkspaceWatcher(memory, debounce=0.1)
+    watcher.start()
+    assert entered.wait(10)  # the first sync is stuck
+    watcher.stop(timeout=0.1)  # gives up waiting for it
+    watcher.start()
+    release.set()
+    assert wait_for(lambda: watcher.syncs >= 2)  # the old sync ended, the new loop synced
+    time.sleep(0.3)
+    loops = [t for t in threading.enumerate() if t.name == "memdir-watch"]
+    watcher.stop()
+    assert len(loops) == 1
+
+
+def test_a_watcher_blind_to_a_missing_extra_folder_sees_again_after_a_restart(
+    workspace: Path,
+) -> None:
+    config = load_config(None, overrides={"index": {"extra_paths": ["projects/notes"]}})
+    with Memory(workspace, config=config, embedder=FakeEmbedder()) as mem:
+        watcher = WorkspaceWatcher(mem, debounce=0.1)
+        with watcher:
+            assert wait_for(lambda: watcher.syncs == 1)
+            assert watcher.pending() is None  # nothing to watch there: searches look themselves
+        (workspace / "projects" / "notes").mkdir(parents=True)
+        with watcher:
+            assert wait_for(lambda: watcher.syncs == 2)
+            assert wait_for(lambda: watcher.pending() == frozenset())
+
+
 def test_retry_when_busy() -> None:
     attempts = []
 

@@ -200,6 +200,7 @@ class WorkspaceWatcher:
         """Start watching (idempotent); returns self."""
         if self._thread is not None:
             return self
+        self._blind = False  # looked at again below
         observer = Observer()
         self._observer = observer
         root = self.memory.workspace.root
@@ -225,6 +226,8 @@ class WorkspaceWatcher:
                 self._first_change = self._last_change = time.monotonic() - self.max_delay
         self._thread = threading.Thread(target=self._run, name="memdir-watch", daemon=True)
         self._thread.start()
+        with self._cond:
+            self._cond.notify_all()  # an older loop still waiting sees it is not the one
         # Searches look only at the files this watcher saw change and has not synced yet.
         self.memory.index.freshness.watcher = self.pending
         return self
@@ -332,14 +335,16 @@ class WorkspaceWatcher:
         return min(quiet_at, latest) - time.monotonic()
 
     def _run(self) -> None:
+        me = threading.current_thread()
         while True:
             with self._cond:
-                while not self._stopping:
+                # A loop whose stop() gave up waiting for its sync ends once a newer one runs.
+                while not self._stopping and self._thread is me:
                     due = self._due_in()
                     if due is not None and due <= 0:
                         break
                     self._cond.wait(timeout=due)
-                if self._stopping:
+                if self._stopping or self._thread is not me:
                     return
                 self._syncing = True
                 self._first_change = None
