@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memdir.clock import now
 from memdir.config import MAX_RESULTS, Config, default_workspace, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
-from memdir.embeddings.base import Embedder
+from memdir.embeddings.base import Embedder, Vectors
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
 from memdir.fileio import read_regular_file
@@ -184,22 +184,26 @@ class Memory(BrowseMixin, GovernanceMixin):
         return worker if worker is not None and worker.running else None
 
     def _embed_missing(self) -> EmbedMissing | None:
-        """How a search gets vectors for its candidates that lack one: ask the background
-        worker (no wait), or embed a few on the spot within the configured budget."""
+        """How a search gets vectors for its candidates that lack one: it embeds the best few
+        on the spot within the configured budget (beside a background embedder's batch, never
+        behind it) and asks the background embedder, when one runs, for the rest."""
         if self.embedder is None:
             return None
-        worker = self.background
-        if worker is not None:
-
-            def ask(seqs: Sequence[int]) -> dict[int, Any]:
-                worker.prioritise(seqs)
-                return {}
-
-            return ask
         settings = self.config.search
-        return lambda seqs: self.index.embed_missing(
-            seqs, limit=settings.embed_candidates, seconds=settings.embed_candidates_seconds
-        )
+        worker = self.background
+
+        def embed(seqs: Sequence[int]) -> Mapping[int, Vectors]:
+            found = self.index.embed_missing(
+                seqs,
+                limit=settings.embed_candidates,
+                seconds=settings.embed_candidates_seconds,
+                urgent=worker is not None,
+            )
+            if worker is not None:
+                worker.prioritise([s for s in seqs if s not in found])
+            return found
+
+        return embed
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -460,8 +464,35 @@ class Memory(BrowseMixin, GovernanceMixin):
 
         if self.scope == "shared" and target == "memory":
             raise PathNotAllowed(f"{MEMORY_FILE} cannot be written in a shared session")
-        return write_memory(
+        result = write_memory(
             self.workspace, text, target=target, section=section, now=now(), via=via
+        )
+        if result.written:
+            self._embed_written(result.path, result.line)
+        return result
+
+    def _embed_written(self, path: str, line: int) -> None:
+        """In a long-running process (a background embedder runs), index what a write just
+        added and put its chunks (those of ``path`` that hold ``line``) first in the background
+        embedder's queue, so that it is found by meaning too within a second or so, not only
+        by its words; the write does not wait for the model (a chunk costs the local model
+        ~0.5 s on one core). A search before then embeds it on the spot
+        (docs/design.md#index, "Freshness"). Best effort: a failure leaves it pending."""
+        worker = self.background
+        if worker is None:
+            return
+        try:
+            self.index.refresh()
+            pending = self.index.read(
+                lambda store: store.chunks_by_seq(
+                    [seq for seq, _, _ in store.chunks_without_vectors(path=path)]
+                )
+            )
+        except MemdirError:
+            worker.wake()
+            return
+        worker.prioritise(
+            sorted(s for s, c in pending.items() if c.start_line <= line <= c.end_line)
         )
 
     # -- dreaming -------------------------------------------------------------------------

@@ -65,25 +65,62 @@ def test_the_worker_embeds_everything_pending_and_reports_progress(workspace: Pa
     assert not worker.running  # Memory.close() stopped it
 
 
-def test_with_a_worker_sync_and_search_only_index_files(workspace: Path) -> None:
+class BusyModel(FakeEmbedder):
+    """A local model in the middle of a long background batch: a batch of documents waits for
+    ``gate``; a few documents needed now (:class:`memdir.embeddings.base.UrgentDocuments`)
+    do not."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__()
+        self.gate = gate
+        self.urgent: list[int] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.gate.wait(10)
+        return super().embed_documents(texts)
+
+    def embed_documents_urgently(self, texts: Sequence[str]) -> Vectors:
+        self.urgent.append(len(texts))
+        return super().embed_documents(texts)
+
+
+def test_with_a_worker_sync_only_indexes_files_and_a_search_embeds_beside_it(
+    workspace: Path,
+) -> None:
     gate = threading.Event()
-
-    class SlowEmbedder(FakeEmbedder):
-        def embed_documents(self, texts: Sequence[str]) -> Vectors:
-            gate.wait(10)
-            return super().embed_documents(texts)
-
-    with Memory(workspace, embedder=SlowEmbedder()) as mem:
+    model = BusyModel(gate)
+    with Memory(workspace, embedder=model) as mem:
         mem.start_background_embedding()
         notes(workspace, 4)
         report = mem.sync()  # returns before any vector exists: the worker has them
         assert report.added >= 4 and report.embedded == 0
+        started = time.monotonic()
         response = mem.search("fact number 2 about topic 2")
-        assert response.results and response.results[0].path == "memory/topic-02.md"
-        warning = next(w for w in response.warnings if "pending" in w)
-        assert "background embedding is running" in warning
+        assert time.monotonic() - started < 5  # not behind the worker's batch
+        top = response.results[0]
+        assert top.path == "memory/topic-02.md"
+        assert top.explain["vector_estimated"] is False  # embedded on the spot
+        assert model.urgent
         gate.set()
         assert wait_for(lambda: mem.index.counts()["pending_vectors"] == 0)
+
+
+def test_a_fact_written_beside_a_busy_worker_is_found_at_once_with_its_vector(
+    workspace: Path,
+) -> None:
+    gate = threading.Event()
+    model = BusyModel(gate)
+    notes(workspace, 6)
+    with Memory(workspace, embedder=model) as mem:
+        mem.index.sync(embed=False)
+        mem.start_background_embedding()  # busy with the notes until the gate opens
+        written = mem.write("Grafana dashboards live in the infra-dashboards repo (probe-7)")
+        assert written.written
+        response = mem.search("where are the grafana dashboards kept")
+        top = response.results[0]
+        assert "probe-7" in top.snippet and top.path == written.path
+        assert top.explain["vector_estimated"] is False
+        gate.set()
 
 
 def test_a_provider_error_pauses_the_worker_and_is_reported(workspace: Path) -> None:

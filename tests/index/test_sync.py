@@ -146,6 +146,22 @@ def test_edit_reembeds_only_changed_chunks(backend: Backend, workspace: Path) ->
     assert second.cache_hits >= second.chunks_written - 2
 
 
+def test_pending_chunks_of_one_file_are_listed_alone(backend: Backend, workspace: Path) -> None:
+    write(workspace, "memory/a.md", "- alpha note about kafka\n")
+    write(workspace, "memory/b.md", "- beta note about redis\n" + "- more words here\n" * 80)
+    mgr = backend.manager(workspace, FakeEmbedder())
+    mgr.sync(embed=False)
+    store = mgr.store()
+    everything = store.chunks_without_vectors()
+    of_b = store.chunks_without_vectors(path="memory/b.md")
+    rows = store.chunks_by_seq([seq for seq, _, _ in everything])
+    assert len(of_b) > 1
+    assert {rows[seq].path for seq, _, _ in of_b} == {"memory/b.md"}
+    assert of_b == [item for item in everything if rows[item[0]].path == "memory/b.md"]
+    assert len(of_b) < len(everything)
+    assert store.chunks_without_vectors(path="memory/none.md") == []
+
+
 def test_deleted_file_is_pruned(backend: Backend, workspace: Path) -> None:
     path = write(workspace, "memory/gone.md", "ephemeral words\n")
     mgr = backend.manager(workspace)

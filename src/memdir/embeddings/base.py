@@ -40,6 +40,43 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class UrgentDocuments(Protocol):
+    """An embedder that can embed a few documents at once, beside a long batch already running
+    (the background embedder's), instead of queueing behind it: a search's candidates that
+    have no vector yet, a fact just written (docs/design.md#index, "Freshness")."""
+
+    def embed_documents_urgently(self, texts: Sequence[str]) -> Vectors:
+        """Embed a few texts now, as :meth:`Embedder.embed_documents` would."""
+        ...
+
+
+class _Urgent:
+    """``embedder`` seen as an :class:`Embedder` whose documents skip the queue."""
+
+    def __init__(self, inner: Embedder, urgent: UrgentDocuments) -> None:
+        self._inner = inner
+        self._urgent = urgent
+        self.provider = inner.provider
+        self.model_id = inner.model_id
+        self.provider_key = inner.provider_key
+        self.dims = inner.dims
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._urgent.embed_documents_urgently(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._inner.embed_query(text)
+
+
+def urgent_embedder(embedder: Embedder) -> Embedder:
+    """``embedder`` for a few documents needed now: its urgent path where it has one
+    (:class:`UrgentDocuments`), else itself (a remote provider takes requests side by side)."""
+    if isinstance(embedder, UrgentDocuments):
+        return _Urgent(embedder, embedder)
+    return embedder
+
+
 def l2_normalize(vectors: npt.ArrayLike) -> Vectors:
     """Return float32 rows scaled to unit length (zero rows stay zero)."""
     arr = np.asarray(vectors, dtype=np.float32)

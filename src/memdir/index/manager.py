@@ -24,7 +24,7 @@ import numpy as np
 
 from memdir.config import ChunkingConfig, Config, index_url
 from memdir.config_choices import check_index_values
-from memdir.embeddings.base import Embedder, Vectors
+from memdir.embeddings.base import Embedder, Vectors, urgent_embedder
 from memdir.errors import ConfigError, ProviderError
 from memdir.index.base import (
     CorpusStats,
@@ -371,17 +371,19 @@ class IndexManager:
         )
 
     def embed_missing(
-        self, seqs: Sequence[int], *, limit: int, seconds: float
+        self, seqs: Sequence[int], *, limit: int, seconds: float, urgent: bool = False
     ) -> dict[int, Vectors]:
         """Embed, in this order, up to ``limit`` of these chunks that still lack a vector, two
         at a time, starting no new pair after ``seconds``; store them and return their vectors.
 
         For a search whose best candidates are not embedded yet: they compete with their real
-        vectors at once. A provider error ends it quietly (the rest stay pending).
+        vectors at once. ``urgent``: beside a background embedder's batch, not behind it
+        (:func:`~memdir.embeddings.base.urgent_embedder`). A provider error ends it quietly
+        (the rest stay pending).
         """
         if self.embedder is None or limit <= 0 or not seqs:
             return {}
-        embedder = self.embedder
+        embedder = urgent_embedder(self.embedder) if urgent else self.embedder
         rank = {seq: i for i, seq in enumerate(seqs)}
         pending = self.read(lambda store: store.chunks_without_vectors(len(seqs), seqs=seqs))
         pending = sorted(pending, key=lambda item: rank[item[0]])[:limit]

@@ -361,14 +361,18 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
         *,
         newest_first: bool = False,
         seqs: Sequence[int] | None = None,
+        path: str | None = None,
     ) -> list[tuple[int, str, str]]:
         if seqs is not None and not seqs:
             return []
         order = "f.mtime_ns DESC, c.seq" if newest_first else "c.seq"
         among = " AND c.seq = ANY(%s)" if seqs is not None else ""
+        among += " AND c.path = %s" if path is not None else ""
         args: list[object] = [self.workspace_id]
         if seqs is not None:
             args.append([int(s) for s in seqs])
+        if path is not None:
+            args.append(path)
         rows = self.conn.execute(
             "SELECT c.seq, c.hash, c.text FROM memdir_chunks c JOIN memdir_files f "
             "ON f.workspace_id = c.workspace_id AND f.path = c.path WHERE c.workspace_id = %s "

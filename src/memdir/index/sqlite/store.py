@@ -230,9 +230,11 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         *,
         newest_first: bool = False,
         seqs: Sequence[int] | None = None,
+        path: str | None = None,
     ) -> list[tuple[int, str, str]]:
         """``(seq, hash, text)`` of chunks that still need an embedding: in ``seq`` order, or
-        the most recently modified files' first; only among ``seqs`` when given."""
+        the most recently modified files' first; only among ``seqs``, or of ``path``, when
+        given."""
         if seqs is not None and not seqs:
             return []
         order = "f.mtime_ns DESC, c.seq" if newest_first else "c.seq"
@@ -240,6 +242,9 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         if seqs is not None:
             among = f" AND c.seq IN ({','.join('?' * len(seqs))})"
             args = [int(s) for s in seqs]
+        if path is not None:
+            among += " AND f.path = ?"
+            args.append(path)
         rows = self.conn.execute(
             "SELECT c.seq, c.hash FROM chunks c JOIN files f ON f.id = c.file "
             f"WHERE c.vector IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
