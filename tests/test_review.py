@@ -74,11 +74,34 @@ def test_near_duplicates_need_a_recent_side_and_skip_the_promotion_source() -> N
             ("2026-12-10", "2026-12-17"),
         ),
         ("订单服务的端口是 8080", "订单服务端口为 8081", "port", ("8080", "8081")),
+        # As people write Chinese: a change stated as such, names without spaces.
+        (
+            "支付服务 payment-service 的端口是 9090",
+            "payment-service 端口改成了 9095",
+            "port",
+            ("9090", "9095"),
+        ),
+        ("青鸟负责人陈静", "青鸟项目负责人是王伟", "owner", ("陈静", "王伟")),
+        ("订单服务由李娜负责", "订单服务现在是张强负责", "owner", ("李娜", "张强")),
+        ("网关的版本升级到了 2.3.1", "网关版本是 2.4.0", "version", ("2.3.1", "2.4.0")),
+        (
+            "青鸟上线时间定在 2026-12-01",
+            "青鸟的上线日期推迟到 2026-12-15",
+            "date",
+            ("2026-12-01", "2026-12-15"),
+        ),
     ],
 )
 def test_contradictions(one: str, two: str, kind: str, values: tuple[str, str]) -> None:
     [pair] = contradictions([fact("a.md", 1, f"- {one}"), fact("b.md", 2, f"- {two}")])
     assert pair.kind == kind and pair.values == values
+
+
+def test_chinese_owners_of_different_projects_are_not_a_contradiction() -> None:
+    facts = [fact("a.md", 1, "- 青鸟项目负责人是王伟"), fact("b.md", 1, "- 北极星项目负责人是陈静")]
+    assert contradictions(facts) == []
+    ports = [fact("a.md", 1, "- 订单服务端口是 8080"), fact("b.md", 1, "- 风控服务端口是 7443")]
+    assert contradictions(ports) == []
 
 
 def test_no_contradiction_for_other_subjects_or_a_line_with_both_values() -> None:

@@ -7,10 +7,13 @@ not facts to settle):
 - **near duplicates**: two fact lines in different places whose words overlap (Jaccard over
   :func:`memdir.text.similarity_tokens` ≥ :data:`DUPLICATE_JACCARD`), with both places; a
   promoted MEMORY.md line and the daily note it came from are one fact, not a duplicate;
-- **likely contradictions**: two lines about the same subject (the words left when the value
-  is taken out overlap ≥ :data:`SUBJECT_JACCARD`) that give different values of one kind:
-  ports, versions, dates, owners (:data:`VALUE_PATTERNS`); a line giving two values of a kind,
-  or correcting one ("6380, not 6379", "no longer", "instead of"), is not read for a value;
+- **likely contradictions**: two lines about the same subject (the words left when the value,
+  the kind's words and the words stating a change are taken out overlap ≥
+  :data:`SUBJECT_JACCARD`, or one is almost wholly inside the other: ``青鸟`` and
+  ``青鸟项目``) that give different values of one kind: ports, versions, dates, owners
+  (:data:`VALUE_PATTERNS`, English and Chinese: ``端口改成了 9095``, ``负责人是王伟``,
+  ``由李娜负责``); a line giving two values of a kind, or correcting one ("6380, not 6379",
+  "no longer", "instead of"), is not read for a value;
 - **open todos** older than ``todo_days``: ``- [ ]`` items anywhere and the bullets of
   MEMORY.md's Todos section; the age is the audit record that wrote the line, else the daily
   log's date, else at least the time since the file last changed;
@@ -46,6 +49,8 @@ DUPLICATE_JACCARD = 0.8
 SUBJECT_JACCARD = 0.5
 MIN_FACT_CHARS = 12
 MAX_LISTED = 50
+#: A word shared by more lines than this does not make them candidates for one subject.
+MAX_POSTING = 200
 _SOURCE_RE = re.compile(r"<!-- memdir:promoted (\S+?)#L(\d+)-L(\d+) ")
 _SKIP_RE = re.compile(r"^\s*(?:#|<!--|```|\|)")
 _TODO_OPEN_RE = re.compile(r"^\s*[-*+] \[ \]\s+\S")
@@ -54,6 +59,13 @@ _SINCE_RE = re.compile(r"^(\d+)\s*([hdw])$")
 _CORRECTION_RE = re.compile(
     r"\b(?:not|no longer|instead of|rather than|used to|formerly|previously)\b|不是|而非|以前", re.I
 )
+#: A Chinese personal name as notes write it (two or three characters), or a capitalised one.
+_NAME = r"([\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
+#: How a Chinese line states or changes a value: 是 / 为 / ：/ 改成了 / 换成 / 升级到 …
+_SETS = (
+    r"(?:是|为|:|：|用|在|改成了?|改为|改到了?|换成了?|调整为|调到了?|变成了?|变为|"
+    r"升级到了?|升到了?|更新到了?|推迟到了?|提前到了?|定在|定为)?"
+)
 
 #: kind → patterns whose first group is the value. Chinese forms included.
 VALUE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
@@ -61,33 +73,43 @@ VALUE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"\bports?\s*(?:is|=|:|of|to|on)?\s*(\d{2,5})\b", re.I),
         re.compile(r"\b(?:listens?|runs?|served?|bound)\s+on\s+(?:port\s+)?(\d{2,5})\b", re.I),
         re.compile(r"\b[a-z][\w.-]*:(\d{2,5})\b", re.I),
-        re.compile(r"端口\s*(?:是|为|:|：)?\s*(\d{2,5})"),
+        re.compile(rf"端口号?\s*{_SETS}\s*(\d{{2,5}})(?!\d)"),
     ),
     "version": (
         re.compile(r"\bv(\d+(?:\.\d+)+)\b", re.I),
         re.compile(r"\bversion\s*(?:is|=|:)?\s*(\d+(?:\.\d+)*)\b", re.I),
         re.compile(r"\b[A-Za-z][A-Za-z+#-]{1,20}\s(\d+\.\d+(?:\.\d+)*)\b"),
-        re.compile(r"版本\s*(?:是|为|:|：)?\s*v?(\d+(?:\.\d+)*)"),
+        re.compile(rf"版本号?\s*{_SETS}\s*v?(\d+(?:\.\d+)*)"),
+        re.compile(r"(?:升级|升|更新|回滚|降级)到了?\s*v?(\d+(?:\.\d+)+)"),
     ),
     "date": (
-        re.compile(r"\b(\d{4}-\d{2}-\d{2})\b"),
+        re.compile(r"(?<![\d-])(\d{4}-\d{2}-\d{2})(?![\d-])"),
         re.compile(
             r"\b((?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2})\b", re.I
         ),
+        re.compile(r"(?<!\d)(\d{1,2}月\d{1,2}[日号])"),
     ),
     "owner": (
         re.compile(r"\b([A-Z][a-z]+)\s+(?:owns|maintains|is responsible for)\b"),
         re.compile(r"\b(?:owned|maintained|run)\s+by\s+([A-Z][a-z]+)\b"),
         re.compile(r"\bowner\s*(?:is|=|:)\s*([A-Z][a-z]+)\b", re.I),
-        re.compile(r"负责人\s*(?:是|为|:|：)?\s*(\S{2,4})"),
+        re.compile(rf"负责人\s*{_SETS}\s*{_NAME}"),
+        re.compile(rf"(?:由|归|是|换成了?|改成了?|交给了?)\s*{_NAME}\s*(?:来)?负责(?!人)"),
+        re.compile(rf"(?:^|[，,。；;\s]){_NAME}\s*(?:来)?负责(?!人)"),
     ),
 }
+#: Words that name the kind of value or the change, not its subject.
 _KIND_WORDS = {
-    "port": {"port", "ports", "listen", "listens", "run", "runs", "on", "端口"},
-    "version": {"version", "v", "版本"},
-    "date": set(),
-    "owner": {"owns", "own", "owner", "owned", "maintains", "maintained", "by", "负责人"},
-}
+    "port": ("ports", "port", "listens", "listen", "runs", "run", "on", "端口号", "端口"),
+    "version": ("version", "v", "版本号", "版本", "升级", "更新", "回滚", "降级"),
+    "date": ("日期", "时间", "推迟", "提前"),
+    "owner": ("owns", "own", "owner", "owned", "maintains", "maintained", "by", "负责人", "负责",
+              "现在", "接手"),
+}  # fmt: skip
+_CHANGE_WORDS_RE = re.compile(
+    r"改成了?|改为|改到了?|换成了?|调整为|调到了?|变成了?|变为|定在|定为|到了?|是|为|由|归|的|了|现在"
+)
+_SUBJECT_MIN = 0.75  # containment of the smaller subject in the other (see subject_similarity)
 
 
 @dataclass(frozen=True)
@@ -219,25 +241,55 @@ def contradictions(facts: Sequence[Fact]) -> list[Pair]:
         if _CORRECTION_RE.search(words):
             continue
         for kind, patterns in VALUE_PATTERNS.items():
-            values = {m.group(1).lower() for p in patterns for m in p.finditer(words)}
+            found = {m.group(1): m.span(1) for p in patterns for m in p.finditer(words)}
+            values = {v.lower() for v in found}
             if len(values) != 1:
                 continue  # none, or two values in one line ("6380, not 6379")
-            value = values.pop()
-            subject = similarity_tokens(words) - similarity_tokens(value) - _KIND_WORDS[kind]
+            raw, value = next(iter(found)), values.pop()
+            subject = fact_subject(words, raw, kind)
             if subject:
-                by_kind[kind].append((fact, value, frozenset(subject)))
+                by_kind[kind].append((fact, value, subject))
     pairs = []
     for kind, items in by_kind.items():
-        for i, j in _candidate_pairs([s for _, _, s in items], SUBJECT_JACCARD):
+        for i, j in _sharing_pairs([s for _, _, s in items]):
             (a, va, sa), (b, vb, sb) = items[i], items[j]
             if va == vb or not (a.recent or b.recent) or a.citation == b.citation:
                 continue
             if _promoted_from(a, b) or _promoted_from(b, a):
                 continue
-            score = jaccard(sa, sb)
+            score = subject_similarity(sa, sb)
             if score >= SUBJECT_JACCARD:
                 pairs.append(Pair(a, b, score, kind, (va, vb)))
     return sorted(pairs, key=lambda p: -p.similarity)
+
+
+def fact_subject(words: str, value: str, kind: str) -> frozenset[str]:
+    """What a line says a value *of*: its words without the value, the words naming the kind
+    of value (port, 端口, 负责人…) and the words that state or change it (是, 改成了…), as
+    similarity tokens. Taken out of the text before tokenising, so that no Chinese bigram
+    spans a value and its subject (``青鸟负责人陈静`` → ``青鸟``)."""
+    text = words.replace(value, " ")
+    for word in sorted(_KIND_WORDS[kind], key=len, reverse=True):
+        if re.fullmatch(r"[a-z]+", word):
+            text = re.sub(rf"\b{word}\b", " ", text, flags=re.I)
+        else:
+            text = text.replace(word, " ")
+    text = _CHANGE_WORDS_RE.sub(" ", text)
+    return frozenset(similarity_tokens(text))
+
+
+def subject_similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """How surely two subjects are one: their Jaccard similarity, or, when the smaller is
+    almost wholly inside the larger (``青鸟`` in ``青鸟项目``, ``payment-service`` in ``支付服务
+    payment-service``) and shares a word of some length, 0.9 of that containment."""
+    if not a or not b:
+        return 0.0
+    shared = a & b
+    score = jaccard(a, b)
+    containment = len(shared) / min(len(a), len(b))
+    if containment >= _SUBJECT_MIN and any(len(t) >= 2 for t in shared):
+        score = max(score, 0.9 * containment)
+    return score
 
 
 def open_todos(
@@ -372,6 +424,25 @@ def _candidate_pairs(
             posting[word].append(i)
     seen: set[tuple[int, int]] = set()
     for ids in posting.values():
+        for x, i in enumerate(ids):
+            for j in ids[x + 1 :]:
+                if (i, j) not in seen:
+                    seen.add((i, j))
+                    yield i, j
+
+
+def _sharing_pairs(tokens: Sequence[frozenset[str]]) -> Iterable[tuple[int, int]]:
+    """Index pairs whose token sets share a word (candidates for
+    :func:`subject_similarity`, which containment makes unfit for Jaccard's prefix filter);
+    a word in more than :data:`MAX_POSTING` sets is too common to pair on."""
+    posting: dict[str, list[int]] = defaultdict(list)
+    for i, words in enumerate(tokens):
+        for word in words:
+            posting[word].append(i)
+    seen: set[tuple[int, int]] = set()
+    for ids in posting.values():
+        if len(ids) > MAX_POSTING:
+            continue
         for x, i in enumerate(ids):
             for j in ids[x + 1 :]:
                 if (i, j) not in seen:
