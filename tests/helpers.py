@@ -35,17 +35,15 @@ def node_client(env_var: str, name: str, package: str) -> str:
 
 
 def memory_chunks(root: Path) -> int:
-    """How many chunks the workspace's MEMORY.md makes (its template has five sections, which
-    the chunker may keep apart)."""
+    """How many chunks the workspace's MEMORY.md makes (none for the bare template: a section
+    with nothing in it is not indexed)."""
     from memdir.config import ChunkingConfig
-    from memdir.markdown.chunking import chunk_markdown
+    from memdir.index.sync import chunk_file
 
     memory = root / "MEMORY.md"
     if not memory.is_file():
         return 0
-    config = ChunkingConfig()
-    text = memory.read_text(encoding="utf-8")
-    return len(chunk_markdown(text, max_tokens=config.tokens, overlap_tokens=config.overlap))
+    return len(chunk_file("MEMORY.md", memory.read_text(encoding="utf-8"), ChunkingConfig()))
 
 
 def wait_for(condition: Callable[[], object], seconds: float = 10.0) -> bool:

@@ -70,6 +70,9 @@ def test_a_search_embeds_its_query_while_the_keyword_leg_runs(workspace: Path) -
     (workspace / "memory" / "2026-03-01.md").write_text(
         "# Trip\n\nThe ferry to Hydra leaves Piraeus at 07:30.\n", encoding="utf-8"
     )
+    (workspace / "memory" / "2026-02-27.md").write_text(
+        "# Chores\n\nRenewed the passport and paid the water bill.\n", encoding="utf-8"
+    )
     gate = threading.Event()
     embedder = GatedEmbedder(gate)
     with Memory(workspace, embedder=embedder) as mem:

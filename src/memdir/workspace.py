@@ -101,6 +101,15 @@ _TEMPLATES: dict[str, dict[str, str]] = {
 }
 
 
+#: The lines of ``memdir init``'s templates, stripped: not content (docs/design.md, "Structured
+#: notes"): a template section with nothing written in it is not indexed, and the template's
+#: title is no chunk's context.
+TEMPLATE_LINES = frozenset(
+    line.strip() for files in _TEMPLATES.values() for text in files.values()
+    for line in text.splitlines() if line.strip()
+)  # fmt: skip
+
+
 def is_workspace(folder: Path) -> bool:
     """Whether ``folder`` is a workspace: ``memdir init`` made it (``.memdir/``), or it already
     holds memory files (``MEMORY.md`` or ``memory/``). Nothing is created in any other folder."""
@@ -514,7 +523,7 @@ def init_workspace(
         workspace = Workspace(path)
         files = dict(_TEMPLATES[lang])
         if sample:
-            files.update(_sample_files())
+            files.update(_sample_files(lang))
         for name, text in files.items():
             if not os.path.lexists(path / name):
                 workspace.replace_file(name, text)
@@ -532,8 +541,9 @@ def init_workspace(
     return path, created
 
 
-def _sample_files() -> dict[str, str]:
-    """The example notes shipped in ``memdir/samples`` (relative path → text)."""
+def _sample_files(lang: str = "en") -> dict[str, str]:
+    """The example notes shipped in ``memdir/samples`` (relative path → text); MEMORY.md
+    under ``lang``'s title and section headings (its facts stay as they are)."""
     base = resources.files("memdir") / "samples"
     out: dict[str, str] = {}
 
@@ -546,7 +556,24 @@ def _sample_files() -> dict[str, str]:
                 out[rel] = child.read_text(encoding="utf-8")
 
     walk(base, "")
+    if lang != "en" and MEMORY_FILE in out:
+        out[MEMORY_FILE] = _in_language(out[MEMORY_FILE], lang)
     return out
+
+
+def _in_language(memory_md: str, lang: str) -> str:
+    """An English MEMORY.md under ``lang``'s template title and intro and its section
+    headings (``## Preferences`` → ``## 用户偏好``)."""
+    headings = {
+        f"## {SECTION_HEADINGS['en'][key]}": f"## {title}"
+        for key, title in SECTION_HEADINGS[lang].items()
+    }
+    template = _TEMPLATES[lang][MEMORY_FILE]
+    head = template[: template.index("\n## ")].rstrip("\n").split("\n")
+    lines = memory_md.split("\n")
+    first_section = next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))
+    body = [headings.get(line.rstrip(), line) for line in lines[first_section:]]
+    return "\n".join([*head, "", *body])
 
 
 #: How deep below ``.memdir`` its entries are checked (``audit/pending/`` is two folders down),

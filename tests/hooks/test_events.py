@@ -72,9 +72,7 @@ def test_prompt_recall_adds_relevant_memories_or_nothing(ws: Path, hook_input: H
     assert context.startswith("<relevant-memories>") and "[MEMORY.md#L" in context
     assert "5433" in context
     # Nothing relevant (over the threshold): nothing at all is printed.
-    (ws / ".memdir" / "config.toml").write_text(
-        "[search]\nmin_score = 0.99\nraw_min_score = 0.99\n"
-    )
+    (ws / ".memdir" / "config.toml").write_text("[hooks]\nrecall_min_score = 0.99\n")
     reply = run_hook("user-prompt-submit", hook_input("UserPromptSubmit", prompt=prompt), ws)
     assert reply.stdout() == "" and reply.notes == []
 
@@ -84,12 +82,12 @@ def test_prompt_recall_limits_and_switch(ws: Path, hook_input: HookInput):
         write(ws, f"memory/topic-{n}.md", f"# Staging {n}\n- staging database port note {n}\n")
     config = ws / ".memdir" / "config.toml"
     config.write_text(
-        "[search]\nmin_score = 0\n[hooks]\nrecall_max_items = 2\nrecall_max_chars = 400\n"
+        "[hooks]\nrecall_min_score = 0\nrecall_max_items = 2\nrecall_max_chars = 400\n"
     )
     prompt = hook_input("UserPromptSubmit", prompt="staging database port")
     context = run_hook("user-prompt-submit", prompt, ws).context
     assert len(context) <= 400 and context.count("\n2. [") == 1 and "\n3. [" not in context
-    config.write_text("[search]\nmin_score = 0\n[hooks]\nrecall = false\n")
+    config.write_text("[hooks]\nrecall_min_score = 0\nrecall = false\n")
     assert run_hook("user-prompt-submit", prompt, ws).stdout() == ""
 
 

@@ -28,6 +28,8 @@ from tests.index.conftest import Backend
 STORED_ATOL = 5e-3
 
 LINES = [f"- note {i}: the {w} service runs on port {6000 + i}" for i, w in enumerate("abcdefghij")]
+#: A daily log: its lines are cut in overlapping windows (other notes, one block a chunk).
+NOTES = "memory/2026-11-20.md"
 
 
 def _chunk_texts(mgr) -> list[str]:  # type: ignore[no-untyped-def]
@@ -48,13 +50,13 @@ def _vectors(mgr, path: str) -> list[tuple[str, np.ndarray]]:  # type: ignore[no
 def test_chunk_vector_is_the_normalised_mean_of_its_lines(
     backend: Backend, workspace: Path
 ) -> None:
-    write(workspace, "memory/notes.md", "# Services\n\n" + "\n".join(LINES) + "\n")
+    write(workspace, NOTES, "# Services\n\n" + "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
     mgr = backend.manager(
         workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20, pooling="lines")
     )
     mgr.sync()
-    chunks = _vectors(mgr, "memory/notes.md")
+    chunks = _vectors(mgr, NOTES)
     assert len(chunks) > 2  # several overlapping chunks
     reference = FakeEmbedder()
     for text, vec in chunks:
@@ -66,20 +68,19 @@ def test_chunk_vector_is_the_normalised_mean_of_its_lines(
 def test_overlapping_chunks_embed_each_distinct_line_once(
     backend: Backend, workspace: Path
 ) -> None:
-    write(workspace, "memory/notes.md", "\n".join(LINES + LINES[:3]) + "\n")  # 3 repeats
+    write(workspace, NOTES, "\n".join(LINES + LINES[:3]) + "\n")  # 3 repeats
     emb = FakeEmbedder()
     mgr = backend.manager(
         workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30, pooling="lines")
     )
     report = mgr.sync()
     assert report.embedded == mgr.store().counts()["chunks"] > len(LINES) / 2
-    memory_md = (workspace / "MEMORY.md").read_text(encoding="utf-8")
-    distinct = set(LINES) | set(embedding_units(memory_md))
+    distinct = set(LINES)  # (the bare MEMORY.md template makes no chunk)
     assert sum(emb.calls) == len(distinct)  # each distinct line once, whatever the overlap
 
 
 def test_editing_one_line_embeds_only_that_line(backend: Backend, workspace: Path) -> None:
-    path = write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    path = write(workspace, NOTES, "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
     mgr = backend.manager(
         workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=30, pooling="lines")
@@ -95,13 +96,13 @@ def test_editing_one_line_embeds_only_that_line(backend: Backend, workspace: Pat
 
 
 def test_chunk_pooling_embeds_the_chunk_text_whole(backend: Backend, workspace: Path) -> None:
-    write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    write(workspace, NOTES, "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
     chunking = ChunkingConfig(tokens=40, overlap=20, pooling="chunk", line_vectors=False)
     mgr = backend.manager(workspace, emb, chunking=chunking)
     mgr.sync()
     reference = FakeEmbedder()
-    for text, vec in _vectors(mgr, "memory/notes.md"):
+    for text, vec in _vectors(mgr, NOTES):
         assert np.allclose(vec, reference.embed_documents([text])[0], atol=STORED_ATOL)
     assert sum(emb.calls) == mgr.store().counts()["chunks"]
 
@@ -109,7 +110,7 @@ def test_chunk_pooling_embeds_the_chunk_text_whole(backend: Backend, workspace: 
 def test_line_vectors_cache_each_distinct_line_beside_whole_chunk_vectors(
     backend: Backend, workspace: Path
 ) -> None:
-    write(workspace, "memory/notes.md", "\n".join(LINES + LINES[:2]) + "\n")  # 2 repeats
+    write(workspace, NOTES, "\n".join(LINES + LINES[:2]) + "\n")  # 2 repeats
     emb = FakeEmbedder()
     on = ChunkingConfig(tokens=40, overlap=20, line_vectors=True)
     mgr = backend.manager(workspace, emb, chunking=on)
@@ -119,7 +120,7 @@ def test_line_vectors_cache_each_distinct_line_beside_whole_chunk_vectors(
     assert set(LINES) <= units
     assert sum(emb.calls) == len(set(texts)) + len(units)  # chunks whole, each line once
     reference = FakeEmbedder()
-    for text, vec in _vectors(mgr, "memory/notes.md"):  # chunk vectors are still whole
+    for text, vec in _vectors(mgr, NOTES):  # chunk vectors are still whole
         assert np.allclose(vec, reference.embed_documents([text])[0], atol=1e-6)
     keys = [text_hash(line) for line in LINES]
     found = mgr.line_vectors([*keys, text_hash("a line that is nowhere")])
@@ -131,7 +132,7 @@ def test_line_vectors_cache_each_distinct_line_beside_whole_chunk_vectors(
 def test_turning_line_vectors_on_reindexes_without_reembedding_chunks(
     backend: Backend, workspace: Path
 ) -> None:
-    write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    write(workspace, NOTES, "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
     off = ChunkingConfig(tokens=40, overlap=20, line_vectors=False)
     backend.manager(workspace, emb, chunking=off).sync()
@@ -148,18 +149,18 @@ def test_turning_line_vectors_on_reindexes_without_reembedding_chunks(
 def test_pooled_vectors_come_back_from_the_cache_after_a_rebuild(
     backend: Backend, workspace: Path
 ) -> None:
-    write(workspace, "memory/notes.md", "\n".join(LINES) + "\n")
+    write(workspace, NOTES, "\n".join(LINES) + "\n")
     emb = FakeEmbedder()
     mgr = backend.manager(
         workspace, emb, chunking=ChunkingConfig(tokens=40, overlap=20, pooling="lines")
     )
     mgr.sync()
-    before = _vectors(mgr, "memory/notes.md")
+    before = _vectors(mgr, NOTES)
     calls = sum(emb.calls)
     report = mgr.sync(force=True)
     assert sum(emb.calls) == calls  # nothing embedded again
     assert report.embedded == 0 and report.cache_hits == mgr.store().counts()["chunks"]
-    after = _vectors(mgr, "memory/notes.md")
+    after = _vectors(mgr, NOTES)
     assert all(np.allclose(a[1], b[1]) for a, b in zip(before, after, strict=True))
 
 

@@ -360,14 +360,14 @@ def test_a_file_that_cannot_be_chunked_is_skipped_and_the_rest_indexed(
 ) -> None:
     write(workspace, "memory/bad.md", "# bad\nboom\n")
     write(workspace, "memory/good.md", "# good\nthe walrus sings\n")
-    real = sync_module.chunk_markdown
+    real = sync_module.chunk_file
 
-    def chunk(text: str, **kwargs):  # type: ignore[no-untyped-def]
+    def chunk(path: str, text: str, chunking: ChunkingConfig):  # type: ignore[no-untyped-def]
         if "boom" in text:
             raise RecursionError("maximum recursion depth exceeded")
-        return real(text, **kwargs)
+        return real(path, text, chunking)
 
-    monkeypatch.setattr(sync_module, "chunk_markdown", chunk)
+    monkeypatch.setattr(sync_module, "chunk_file", chunk)
     with Memory(workspace, embedder=FakeEmbedder()) as mem:
         report = mem.sync()
         assert any("bad.md: cannot be chunked (RecursionError" in w for w in report.warnings)

@@ -201,7 +201,8 @@ def recall_for(
     head, tail = ["<relevant-memories>", _UNTRUSTED_NOTE], ["</relevant-memories>"]
     items = [
         (
-            f"{n}. [{escape_untrusted(hit.citation)}] ",
+            f"{n}. [{escape_untrusted(hit.citation)}] "
+            + (f"({escape_untrusted(hit.context)}) " if hit.context else ""),
             escape_untrusted(" ".join(hit.snippet.split())),
         )
         for n, hit in enumerate(hits, start=1)

@@ -63,7 +63,8 @@ def search_command(
         out.print("no results" + (" (nothing reached min_score)" if response.calibrated else ""))
         return
     for rank, hit in enumerate(response.results, start=1):
-        out.print(styled((f"{rank}. {hit.citation}", "bold"), f"  score {hit.score:.3f}"))
+        where = f"  ({hit.context})" if hit.context else ""
+        out.print(styled((f"{rank}. {hit.citation}", "bold"), f"{where}  score {hit.score:.3f}"))
         if explain:
             parts = ", ".join(f"{k} {v}" for k, v in hit.explain.items())
             out.print(styled("   ", (parts, "dim")))

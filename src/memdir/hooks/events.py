@@ -7,9 +7,9 @@ Claude Code runs the command with the hook's JSON on stdin (``session_id``,
 - ``session-start`` (``SessionStart``): the session's memory, USER.md and MEMORY.md, then today's
   and yesterday's daily logs, within the bootstrap caps and ``[hooks] session_start_chars``
   (:func:`~memdir.agent.context.session_memory_context`), as additional context.
-- ``user-prompt-submit`` (``UserPromptSubmit``): auto-recall, the hits for the prompt that pass
-  the search's threshold (``[search] min_score``; ``raw_min_score`` for a model without
-  calibration) as short cited snippets in ``<relevant-memories>``, or nothing
+- ``user-prompt-submit`` (``UserPromptSubmit``): auto-recall, the hits for the prompt scoring at
+  least ``[hooks] recall_min_score`` (0.3: a 30 % chance of answering with the default model)
+  as short cited snippets in ``<relevant-memories>``, or nothing
   (:func:`~memdir.agent.context.recall_for`), within ``[hooks] recall_timeout``.
 - ``pre-compact`` (``PreCompact``): the memory flush of ``memdir chat``
   (:func:`~memdir.lifecycle.flush.run_memory_flush`) over the transcript written since the last
@@ -178,7 +178,7 @@ def _user_prompt_submit(memory: Memory, hook: HookInput, reply: HookReply, _: LL
         memory,
         hook.prompt,
         limit=settings.recall_max_items,
-        min_score=None,  # the search's own threshold, as memory_search applies it
+        min_score=settings.recall_min_score,
         max_chars=settings.recall_max_chars,
     )
     try:

@@ -57,6 +57,7 @@ from memdir.index.sync import (
 )
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.markdown.greedy import GREEDY_VERSION
+from memdir.markdown.structure import STRUCTURE_VERSION
 from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
 
@@ -73,8 +74,9 @@ def index_identity(
     *,
     schema: int,
 ) -> dict[str, Any]:
-    """Everything that, when it changes, makes the stored chunks or vectors invalid."""
-    return {
+    """Everything that, when it changes, makes the stored chunks or vectors invalid (an index
+    kept greedy has no ``structure``: its identity, and so its chunks, stay as they were)."""
+    identity = {
         "keyword_tokenizer": keyword_tokenizer,
         "schema": schema,
         "tokenizer": TOKENIZER_VERSION,
@@ -88,6 +90,9 @@ def index_identity(
         "pooling": chunking.pooling,
         "line_vectors": bool(embedder) and (chunking.line_vectors or chunking.pooling == "lines"),
     }
+    if chunking.structure and chunking.boundaries != "greedy":
+        identity["structure"] = STRUCTURE_VERSION
+    return identity
 
 
 #: ``[index] url`` scheme → ``"package:Lifecycle"`` of the engine that keeps such an index ("" is
@@ -221,6 +226,12 @@ class IndexManager:
         except Exception:  # a damaged index: it is rebuilt anyway, with the new chunker
             return "content"
         return "greedy" if chunker == GREEDY_VERSION else "content"
+
+    @property
+    def structured(self) -> bool:
+        """Whether notes other than daily logs and session notes are cut one block a chunk
+        (:mod:`memdir.markdown.structure`)."""
+        return self.chunking.structure and self.chunking.boundaries != "greedy"
 
     @property
     def backend(self) -> str:

@@ -39,8 +39,9 @@ from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
 from memdir.markdown.greedy import chunk_greedy
+from memdir.markdown.structure import chunk_structured
 from memdir.text import KEYWORD_TOKENIZERS, estimate_tokens
-from memdir.workspace import FileEntry, Skipped, Workspace
+from memdir.workspace import TEMPLATE_LINES, FileEntry, Skipped, Workspace, file_kind
 
 #: Files larger than this are indexed for keyword search only (embedding them would take
 #: minutes and one huge file is rarely a memory); status says so.
@@ -190,12 +191,7 @@ def _sync_one(
         return True
     try:  # one file that cannot be decoded or chunked must not stop the others
         text, warning = decode_markdown(data, entry.path)
-        cut = chunk_greedy if chunking.boundaries == "greedy" else chunk_markdown
-        pieces = (
-            cut(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
-            if text is not None
-            else []
-        )
+        pieces = chunk_file(entry.path, text, chunking) if text is not None else []
     except (ValueError, RecursionError, MemoryError) as exc:
         text, pieces = None, []
         warning = f"cannot be chunked ({type(exc).__name__}: {exc}): not indexed"
@@ -259,6 +255,23 @@ def _sync_one(
         report.updated += 1
     report.chunks_written += len(chunks)
     return True
+
+
+def chunk_file(path: str, text: str, chunking: ChunkingConfig) -> list[Chunk]:
+    """The chunks of one file (docs/design.md#chunking): daily logs and session notes in
+    content-defined windows; other notes, with ``chunking.structure``, one block a chunk under
+    its headings (:mod:`memdir.markdown.structure`); everything greedily in an index built
+    that way."""
+    if chunking.boundaries == "greedy":
+        return chunk_greedy(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
+    if chunking.structure and file_kind(path) not in ("daily", "archive"):
+        return chunk_structured(
+            text,
+            max_tokens=chunking.tokens,
+            overlap_tokens=chunking.overlap,
+            skip=TEMPLATE_LINES,
+        )
+    return chunk_markdown(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
 
 
 def decode_markdown(data: bytes, path: str) -> tuple[str | None, str | None]:

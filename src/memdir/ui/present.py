@@ -24,7 +24,11 @@ SCORE_PARTS: dict[str, str] = {
     "age_days": "age",
     "fused": "fused",
     "coverage": "term coverage",
+    "gap": "below the best vector",
+    "text_share": "keyword vs the best",
+    "unknown": "unknown query words",
     "vector_estimated": "vector estimated",
+    "echo_of": "quotes",
     "mmr_rank": "MMR rank",
     "rerank": "rerank",
     "focus_line": "best line",
@@ -57,6 +61,12 @@ def score_parts(explain: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The parts of a search score as rows: ``label``, ``text`` and, for a part in [0, 1],
     ``fraction`` (drawn as a bar)."""
     rows = []
+    # The relevance model's own parts (memdir.relevance) beside the search's, once each.
+    nested = explain.get("parts")
+    flat = {k: v for k, v in explain.items() if k != "parts"}
+    if isinstance(nested, Mapping):
+        flat.update({k: v for k, v in nested.items() if k not in flat})
+    explain = flat
     known = [k for k in SCORE_PARTS if k in explain]
     for key in [*known, *(k for k in explain if k not in SCORE_PARTS)]:
         value = explain[key]
@@ -97,8 +107,9 @@ def scoring_note(config: SearchConfig, mode: str, calibrated: bool = False) -> s
     elif calibrated:
         note = (
             f"ranked by fused = {config.vector_weight:g}·vector + {config.text_weight:g}·keyword; "
-            "the score is the estimated chance the snippet is relevant (from vector, keyword, "
-            "term coverage and the query's unknown words)"
+            "the score is the estimated chance the snippet answers the query (from its vector, "
+            "how far below the best vector, keyword, term coverage and the query's unknown "
+            "words; keyword parts alone while its vector is pending)"
         )
     else:
         note = f"score = {config.vector_weight:g}·vector + {config.text_weight:g}·keyword"

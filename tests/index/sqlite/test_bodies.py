@@ -11,6 +11,7 @@ import pytest
 
 from memdir import Memory
 from memdir.index.sqlite.bodies import chunk_text, file_body
+from memdir.index.sqlite.fts import inflate_text
 from memdir.index.sqlite.store import SqliteStore
 from memdir.markdown.chunking import Chunk, chunk_markdown
 from memdir.markdown.greedy import chunk_greedy
@@ -55,8 +56,9 @@ def test_a_chunk_the_body_cannot_give_back_is_named() -> None:
 
 def test_the_store_reads_texts_from_bodies(workspace: Path) -> None:
     long = "第一句。" * 400
-    write(workspace, "memory/a.md", "# title\n\n" + "\n".join(f"- line {i}" for i in range(90)))
-    write(workspace, "memory/b.md", f"intro\n{long}\nend\n")
+    a, b = "memory/2026-11-01.md", "memory/2026-11-02.md"  # daily logs: windows that overlap
+    write(workspace, a, "# title\n\n" + "\n".join(f"- line {i}" for i in range(90)))
+    write(workspace, b, f"intro\n{long}\nend\n")
     with Memory(workspace) as mem:
         mem.sync()
         store = mem.index.store()
@@ -64,15 +66,35 @@ def test_the_store_reads_texts_from_bodies(workspace: Path) -> None:
         stored = store.conn.execute("SELECT count(*) FROM chunks WHERE text IS NOT NULL")
         assert stored.fetchone()[0] == 0
         rows = store.chunks_by_seq([r[0] for r in store.conn.execute("SELECT seq FROM chunks")])
-        assert len(rows) > 6
+        assert len(rows) > 5
         expected = {}
-        for name in ("memory/a.md", "memory/b.md", "MEMORY.md"):
+        for name in (a, b):
             for c in chunk_markdown(
                 (workspace / name).read_text(), max_tokens=200, overlap_tokens=120
             ):
                 expected[(name, c.start_line, c.end_line, c.text)] = True
         for row in rows.values():
             assert (row.path, row.start_line, row.end_line, row.text) in expected
+
+
+def test_structured_chunks_keep_their_text_and_the_body_does_not_repeat_it(
+    workspace: Path,
+) -> None:
+    text = "# People\n\n## Kafka\n- owner: Tomás\n- on call: Priya\n\n## Redis\n- port 6380\n"
+    write(workspace, "memory/people.md", text)
+    with Memory(workspace) as mem:
+        mem.sync()
+        store = mem.index.store()
+        assert isinstance(store, SqliteStore)
+        seqs = [r[0] for r in store.conn.execute("SELECT seq FROM chunks")]
+        rows = sorted(store.chunks_by_seq(seqs).values(), key=lambda r: r.start_line)
+        assert [(r.start_line, r.text) for r in rows] == [
+            (4, "# People\n## Kafka\n- owner: Tomás"),
+            (5, "# People\n## Kafka\n- on call: Priya"),
+            (8, "# People\n## Redis\n- port 6380"),
+        ]
+        [body] = store.conn.execute("SELECT body FROM files WHERE path = 'memory/people.md'")
+        assert "Tomás" not in inflate_text(body[0])  # kept once, with its chunk
 
 
 def test_a_chunk_whose_file_changed_between_the_reads_is_left_out(

@@ -14,7 +14,7 @@ from memdir import FakeEmbedder, Memory
 from memdir.config import ChunkingConfig, load_config
 from memdir.index.sqlite.codec import FLOAT16, INT8
 from memdir.index.sqlite.schema import CENTRE_AFTER, MIGRATIONS, SCHEMA_VERSION
-from memdir.markdown.chunking import chunk_markdown
+from memdir.index.sync import chunk_file
 from memdir.markdown.greedy import chunk_greedy
 from tests.helpers import write
 
@@ -51,13 +51,9 @@ def _schema_1_index(root: Path, texts: list[str], embedder: FakeEmbedder) -> Pat
     return db
 
 
-def _chunks(text: str) -> list[str]:
-    """The chunk texts of ``text`` with the default chunking."""
-    config = ChunkingConfig()
-    return [
-        c.text
-        for c in chunk_markdown(text, max_tokens=config.tokens, overlap_tokens=config.overlap)
-    ]
+def _chunks(text: str, path: str) -> list[str]:
+    """The chunk texts of file ``path`` holding ``text`` with the default chunking."""
+    return [c.text for c in chunk_file(path, text, ChunkingConfig())]
 
 
 def test_a_schema_1_index_is_migrated_and_rebuilt_without_embedding_again(
@@ -67,8 +63,8 @@ def test_a_schema_1_index_is_migrated_and_rebuilt_without_embedding_again(
     for i in range(40):
         body = f"# note {i}\nthe heron {i} nests by pond {i}\n"
         write(workspace, f"memory/n{i}.md", body)
-        texts += _chunks(body)
-    texts += _chunks((workspace / "MEMORY.md").read_text())
+        texts += _chunks(body, f"memory/n{i}.md")
+    texts += _chunks((workspace / "MEMORY.md").read_text(), "MEMORY.md")
     texts += [f"an old chunk {i} no file has any more" for i in range(40)]
     db = _schema_1_index(workspace, texts, FakeEmbedder())
 
@@ -77,7 +73,7 @@ def test_a_schema_1_index_is_migrated_and_rebuilt_without_embedding_again(
         report = mem.sync()
         assert report.embedded == 0 and sum(embedder.calls) == 0
         status = mem.status()
-        assert status["chunks"] == status["vectors"] > 40 and status["pending_vectors"] == 0
+        assert status["chunks"] == status["vectors"] >= 40 and status["pending_vectors"] == 0
         assert status["cached_embeddings"] == len(set(texts))
         assert mem.search("heron 7 nests").results[0].path == "memory/n7.md"
 
@@ -123,8 +119,8 @@ def test_an_index_built_greedily_stays_greedy_on_upgrade(workspace: Path) -> Non
         body = _long_note(i)
         write(workspace, f"memory/n{i}.md", body)
         texts += [c.text for c in chunk_greedy(body, max_tokens=200, overlap_tokens=120)]
-        assert len(_chunks(body)) > 2
-        assert set(_chunks(body)) != {c.text for c in chunk_greedy(body)}
+        assert len(_chunks(body, f"memory/n{i}.md")) > 2
+        assert set(_chunks(body, f"memory/n{i}.md")) != {c.text for c in chunk_greedy(body)}
     texts += [c.text for c in chunk_greedy((workspace / "MEMORY.md").read_text())]
     db = _schema_1_index(workspace, texts, FakeEmbedder())
     conn = sqlite3.connect(db)

@@ -52,8 +52,32 @@ def chunk_text(
 
 def file_body(chunks: Sequence[Span]) -> tuple[str, set[int]]:
     """The body of a file with these chunks, and the positions (in ``chunks``) of those whose
-    text it does not give back exactly. Lines no chunk covers are left empty; a long line cut
-    into pieces is put together from its pieces."""
+    text it does not give back exactly (they keep their own text: a structured note's chunks,
+    whose text starts with their headings, docs/design.md "Structured notes"). Lines that only
+    such chunks cover, and lines no chunk covers, are left empty; a long line cut into pieces
+    is put together from its pieces."""
+    lines = _body_lines(chunks)
+    wrong = _not_given_back(lines, chunks)
+    if wrong:
+        kept = [c for i, c in enumerate(chunks) if i not in wrong]
+        lines = _body_lines(kept)
+        wrong |= _not_given_back(lines, chunks) - wrong
+    return "\n".join(lines), wrong
+
+
+def _not_given_back(lines: Sequence[str], chunks: Sequence[Span]) -> set[int]:
+    return {
+        i
+        for i, c in enumerate(chunks)
+        if hashlib.sha256(
+            chunk_text(lines, c.start_line, c.end_line, c.start_col, c.end_col).encode("utf-8")
+        ).hexdigest()
+        != c.hash
+    }
+
+
+def _body_lines(chunks: Sequence[Span]) -> list[str]:
+    """The file's lines as these chunks give them (a line no chunk covers is empty)."""
     whole: dict[int, str] = {}
     pieces: dict[int, dict[int, str]] = {}
     for chunk in chunks:
@@ -79,16 +103,7 @@ def file_body(chunks: Sequence[Span]) -> tuple[str, set[int]]:
             text = text[:col] + piece + text[col + len(piece) :]
         whole[line] = text
     last = max(whole, default=0)
-    lines = [whole.get(n, "") for n in range(1, last + 1)]
-    wrong = {
-        i
-        for i, c in enumerate(chunks)
-        if hashlib.sha256(
-            chunk_text(lines, c.start_line, c.end_line, c.start_col, c.end_col).encode("utf-8")
-        ).hexdigest()
-        != c.hash
-    }
-    return "\n".join(lines), wrong
+    return [whole.get(n, "") for n in range(1, last + 1)]
 
 
 class BodyCache:

@@ -242,13 +242,14 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         if seqs is not None:
             among = f" AND c.seq IN ({','.join('?' * len(seqs))})"
             args = [int(s) for s in seqs]
+        path_arg: list[object] = []
         if path is not None:
             among += " AND f.path = ?"
-            args.append(path)
+            path_arg.append(path)
         rows = self.conn.execute(
             "SELECT c.seq, c.hash FROM chunks c JOIN files f ON f.id = c.file "
             f"WHERE c.vector IS NULL AND c.embeddable = 1{among} ORDER BY {order} LIMIT ?",
-            (*args, limit),
+            (*args, *path_arg, limit),
         ).fetchall()
         texts = self.chunks_by_seq([int(seq) for seq, _ in rows])
         return [(int(seq), d.hex(), texts[seq].text) for seq, d in rows if seq in texts]
