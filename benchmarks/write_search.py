@@ -90,7 +90,7 @@ class Outcome:
 
 
 async def run_server(
-    workspace: Path, home: Path, src: Path | None, now: str
+    workspace: Path, home: Path, src: Path | None, now: str, facts: int
 ) -> tuple[list[Outcome], dict[str, Any]]:
     """Start one server on ``workspace`` and make the 20 round trips."""
     from mcp import ClientSession, StdioServerParameters
@@ -111,7 +111,7 @@ async def run_server(
         ClientSession(read, write) as session,
     ):
         await session.initialize()
-        for fact, section, query, marker in FACTS:
+        for fact, section, query, marker in FACTS[:facts]:
             args: dict[str, Any] = {"text": fact}
             if section:
                 args["section"] = section
@@ -137,13 +137,17 @@ async def run_server(
     return out, last.get("index", {})
 
 
-def prepare(folder: Path, indexed: bool, src: Path | None) -> Path:
+def prepare(folder: Path, indexed: bool, src: Path | None, embedder: str) -> Path:
     """A copy of the developer workspace under ``folder`` (indexed when asked)."""
     from memdir import init_workspace
 
     root, _ = init_workspace(folder / "ws", "en")
     files, _ = _devws.build()
     common.write_files(root, files)
+    if embedder != "local":
+        (root / ".memdir" / "config.toml").write_text(
+            f'[embedding]\nprovider = "{embedder}"\n', encoding="utf-8"
+        )
     if indexed:
         import subprocess
 
@@ -182,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--indexed", action="store_true", help="index the workspace first")
     parser.add_argument("--baseline-src", type=Path, help="a second memdir source folder")
     parser.add_argument("--now", default="2026-11-28T18:00:00", help="MEMDIR_NOW")
+    parser.add_argument("--facts", type=int, default=len(FACTS), help="the first N facts only")
+    parser.add_argument("--embedder", default="local", choices=("local", "fake"))
     parser.add_argument("--json", type=Path, default=None, metavar="OUT")
     args = parser.parse_args(argv)
     servers: list[tuple[str, Path | None]] = [("this checkout", None)]
@@ -194,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             home = Path(tmp) / "home"
             home.mkdir()
             with common.env("MEMDIR_HOME", str(home)):
-                root = prepare(Path(tmp), args.indexed, src)
-            outcomes, index = asyncio.run(run_server(root, home, src, args.now))
+                root = prepare(Path(tmp), args.indexed, src, args.embedder)
+            outcomes, index = asyncio.run(run_server(root, home, src, args.now, args.facts))
         rows.append(summarise(name, outcomes))
         raw[name] = {"outcomes": [o.__dict__ for o in outcomes], "index_after": index}
         for o in outcomes:
@@ -213,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     state = "indexed first" if args.indexed else "not indexed: the background embedder busy"
     print(common.report_header("Write, then search at once (MCP)", "write_search.py", argv, info))
-    print(f"- Workspace: the 39-file developer workspace, {state}; 20 facts (10 zh, 10 en)\n")
+    n = min(args.facts, len(FACTS))
+    print(f"- Workspace: the 39-file developer workspace, {state}; {n} facts (zh first, then en)\n")
     print(common.md_table(headers, rows))
     common.write_json(
         args.json,

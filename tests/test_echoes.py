@@ -23,9 +23,9 @@ def test_source_ranks_and_normalised_lines() -> None:
     assert source_rank("memory/2026-11-19.md") < source_rank("memory/2026-11-20.md")
     assert source_rank("memory/2026-11-20.md") < source_rank("memory/2026-11-01-lock.md")
     assert normalise("  -   Use  Postgres ") == "use postgres"
-    assert quotable_lines("# heading line that is long\n- ok\n- a line long enough here") == [
-        "a line long enough here"
-    ]
+    assert quotable_lines("# heading line that is long\n- ok\n- a line long enough here") == (
+        "a line long enough here",
+    )
 
 
 def test_an_archive_that_quotes_a_note_ranks_below_it(workspace: Path) -> None:

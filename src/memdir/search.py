@@ -40,7 +40,7 @@ from memdir.embeddings.base import Embedder, Vectors
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
 from memdir.legs import KeywordLeg, QueryEmbeddings, keyword_leg, query_parts
-from memdir.relevance import Calibration, apply_calibration, cut_off_topic
+from memdir.relevance import Calibration, apply_calibration, cut_off_topic, set_parts
 from memdir.rerank.base import Reranker
 from memdir.rerank.stage import focus_lines, rerank_passages
 from memdir.results import (
@@ -569,11 +569,9 @@ def _rank_one(
     rescued = False
     threshold = min_score
     if mode == "hybrid":
-        coverage = manager.term_coverage(terms, [c.chunk.seq for c in ranked])
-        for cand in ranked:
-            cand.coverage = coverage.get(cand.chunk.seq, 0.0)
+        set_parts(ranked, unknown, manager.term_coverage(terms, [c.chunk.seq for c in ranked]))
     if mode == "hybrid" and calibration is not None:
-        apply_calibration(ranked, calibration, unknown, coverage)
+        apply_calibration(ranked, calibration)
         ranked = demote_echoes(ranked)
         if threshold is None:
             threshold = config.min_score

@@ -38,7 +38,7 @@ def test_private_prompt_has_agents_user_then_memory_in_order(workspace):
     # The text protocol lists each tool as the contract describes it, config included.
     for tool in tools:
         assert f"- {tool.name} {tool.signature()}: {tool.description}" in prompt
-    assert "up to 4 snippets" in prompt and "below 0.5" in prompt
+    assert "up to 4 snippets" in prompt and "answers the query" in prompt
     native = build_system_prompt(Workspace(workspace), private=True, tools=tools, native_tools=True)
     assert "memory_search, memory_get, memory_write" in native
     assert tools[0].description not in native  # it travels with the tool definitions

@@ -197,3 +197,25 @@ def test_mcp_first_search_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[st
     rows = table_rows(capsys.readouterr().out, "| step")
     assert len(rows) == 3
     assert all(float(row["median ms"]) > 0 for row in rows.values())
+
+
+def test_relevance_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two labelled workspaces with the fake embedder: fitted, held out, thresholds tabled."""
+    module = load_script("relevance")
+    records = tmp_path / "records.jsonl"
+    argv = ["--embedder", "fake", "--suites", "devws,dev-zh-payments", "--records", str(records)]
+    assert module.main([*argv, "--cache", str(tmp_path / "cache"), "--fit"]) == 0
+    out = capsys.readouterr().out
+    assert "ECE, all results" in out and "Reliability, dev" in out
+    rows = table_rows(out, "| min_score")
+    assert set(rows) >= {"0", "0.001", "0.01"}
+    assert records.is_file() and len(records.read_text().splitlines()) > 100
+
+
+def test_write_search_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two facts written and searched through a real MCP server (fake embedder)."""
+    module = load_script("write_search")
+    assert module.main(["--facts", "2", "--embedder", "fake"]) == 0
+    rows = table_rows(capsys.readouterr().out, "| server")
+    [row] = rows.values()
+    assert row["found"] == "2/2"

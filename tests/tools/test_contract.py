@@ -20,16 +20,17 @@ from memdir.tools.calls import call_tool
 def test_descriptions_state_the_effective_configuration() -> None:
     search, get, write = memory_tools(SearchConfig(max_results=9, min_score=0.42), private=True)
     assert "up to 9 snippets" in search.description
-    assert "below 0.42 (min_score)" in search.description
+    assert "clearly unrelated to anything stored returns no results" in search.description
     assert "no results means nothing relevant is stored" in search.description
     assert search.properties["max_results"]["description"] == "Most snippets to return (default 9)."
     assert "default 0.42" in search.properties["min_score"]["description"]
     assert "at most 400 lines and 10,000 characters" in get.description
     assert "MEMORY.md section" in write.description
     other = memory_tools(SearchConfig(), private=True)[0]
-    default = f"below {SearchConfig().min_score:g}"
-    assert "up to 6 snippets" in other.description and default in other.description
-    assert "estimated chance that the snippet is relevant" in other.description
+    default = f"default {SearchConfig().min_score:g}"
+    assert "up to 6 snippets" in other.description
+    assert default in other.properties["min_score"]["description"]
+    assert "estimated chance that the snippet answers the query" in other.description
     raw = memory_tools(SearchConfig(), private=True, calibrated=False)[0]
     assert "below 0.35" in raw.description and "not calibrated" in raw.description
     assert "no results means nothing relevant" not in raw.description

@@ -34,9 +34,10 @@ MAX_GET_CHARS = 10_000
 #: What a search score means, said once for every description (and docs/cli.md): a calibrated
 #: relevance with the local models (:mod:`memdir.relevance`), the raw fused score otherwise.
 SCORE_MEANING = (
-    "a score from 0 to 1, the estimated chance that the snippet is relevant to the query "
-    "(0.5: as likely as not); results scoring below {min_score} (min_score) are left out, so "
-    "no results means nothing relevant is stored"
+    "a score from 0 to 1, the estimated chance that the snippet answers the query (0.5: as "
+    "likely as not; the best result of a real question is often lower, so read the top few "
+    "before concluding); a search that is clearly unrelated to anything stored returns no "
+    "results, so no results means nothing relevant is stored"
 )
 RAW_SCORE_MEANING = (
     "a score from 0 to 1, higher meaning more similar (not calibrated for this embedding "
@@ -204,7 +205,8 @@ def memory_tools(
         ),
         "min_score": _arg(
             "number",
-            f"Drop results scoring below this (default {_number(threshold)}).",
+            f"Drop results scoring below this (default {_number(threshold)}; 0 keeps "
+            "everything, even for an unrelated query).",
             minimum=0,
             maximum=1,
         ),
