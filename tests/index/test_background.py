@@ -13,6 +13,7 @@ from memdir.config import load_config
 from memdir.embeddings.base import Vectors
 from memdir.index.background import EmbedProgress, format_duration
 from tests.helpers import write
+from tests.index.conftest import Backend
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 30.0) -> bool:
@@ -106,7 +107,7 @@ def test_with_a_worker_sync_only_indexes_files_and_a_search_embeds_beside_it(
 
 
 def test_a_fact_written_beside_a_busy_worker_is_found_at_once_with_its_vector(
-    workspace: Path,
+    backend: Backend, workspace: Path
 ) -> None:
     gate = threading.Event()
     model = BusyModel(gate)
@@ -121,6 +122,19 @@ def test_a_fact_written_beside_a_busy_worker_is_found_at_once_with_its_vector(
         assert "probe-7" in top.snippet and top.path == written.path
         assert top.explain["vector_estimated"] is False
         gate.set()
+        mem.close()  # the worker stops before the engine's test cleanup drops its rows
+
+
+def test_without_a_worker_a_written_fact_is_embedded_by_the_search(
+    backend: Backend, workspace: Path
+) -> None:
+    notes(workspace, 3)
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        mem.sync()
+        written = mem.write("部署流水线改用 Argo CD，决定于本周 (probe-913)")
+        top = mem.search("Argo CD 部署流水线").results[0]
+        assert "probe-913" in top.snippet and top.path == written.path
+        assert top.explain["vector_estimated"] is False
 
 
 def test_a_provider_error_pauses_the_worker_and_is_reported(workspace: Path) -> None:

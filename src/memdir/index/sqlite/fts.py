@@ -27,6 +27,8 @@ _FTS5_OPERATORS = {"or": "OR", "and": "AND"}
 #: of exact BM25's top 24 with a budget of 20,000 / 50,000 / 100,000 / no limit
 #: (docs/benchmarks.md#big-vaults-issue-17).
 SCAN_BUDGET = 50_000
+#: Document frequencies kept between writes (a long-running server asks many terms).
+DF_MEMO_TERMS = 4096
 
 
 def fts5_match(query: KeywordQuery, terms: Iterable[str] | None = None) -> str:
@@ -144,14 +146,14 @@ class SqliteKeywordSearch(SqliteMeta):
         if self._df_memo[0] != generation:
             self._df_memo = (generation, {})
         known = self._df_memo[1]
+        if len(known) > DF_MEMO_TERMS:
+            known.clear()  # before looking, so that every wanted term is then in it
         missing = [t for t in wanted if t not in known]
         if missing:
             marks = ",".join("?" * len(missing))
             rows = self.conn.execute(
                 f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", missing
             )
-            if len(known) > 4096:
-                known.clear()
             known.update(dict.fromkeys(missing, 0))
             known.update({str(term): int(docs) for term, docs in rows})
         return {t: known[t] for t in wanted if known[t] > 0}
