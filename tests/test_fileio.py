@@ -3,6 +3,7 @@ through one, temp files kept out of the notes and cleaned."""
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import threading
@@ -11,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from memdir.errors import PathNotAllowed
+from memdir.errors import PathNotAllowed, WorkspaceError
 from memdir.fileio import (
     TEMP_NAME_RE,
+    append_whole,
     atomic_write,
     clean_stale_temp_files,
     locked_append,
@@ -138,3 +140,46 @@ def test_clean_stale_temp_files_removes_only_old_temp_files(tmp_path: Path) -> N
     removed = clean_stale_temp_files([tmp_path, tmp_path / "missing"])
     assert removed == [str(stale)]
     assert fresh.exists() and other.exists()
+
+
+def test_append_whole_writes_every_byte_when_the_system_writes_a_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "log.md"
+    path.write_text("- old\n", encoding="utf-8")
+    real_write = os.write
+    calls: list[int] = []
+
+    def short_write(fd: int, data: bytes | memoryview) -> int:  # the OS may write a part
+        calls.append(len(data))
+        return real_write(fd, bytes(data[:7]))
+
+    monkeypatch.setattr(os, "write", short_write)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        append_whole(fd, b"- a fact of some length\n", path)
+    finally:
+        os.close(fd)
+    assert path.read_text(encoding="utf-8") == "- old\n- a fact of some length\n"
+    assert len(calls) > 1
+
+
+def test_a_full_disk_mid_append_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "log.md"
+    path.write_text("- old\n", encoding="utf-8")
+    real_write = os.write
+    state = {"n": 0}
+
+    def fill_up(fd: int, data: bytes | memoryview) -> int:
+        state["n"] += 1
+        if state["n"] > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(data[:5]))
+
+    monkeypatch.setattr(os, "write", fill_up)
+    with pytest.raises(WorkspaceError, match="disk is full"):
+        locked_append(path, "- a fact that does not fit\n", lock_dir=tmp_path / "locks")
+    monkeypatch.undo()
+    assert path.read_text(encoding="utf-8") == "- old\n"

@@ -5,8 +5,10 @@
   would block the caller forever).
 - :func:`atomic_write`: temp file + fsync + rename, so a crash leaves the old file or the new
   one, never a torn one. It refuses to replace a symlink or a special file.
-- :func:`locked_append`: one ``write`` on an ``O_APPEND | O_NOFOLLOW`` descriptor under an
-  exclusive cross-process lock.
+- :func:`locked_append`: the text appended on an ``O_APPEND | O_NOFOLLOW`` descriptor under an
+  exclusive cross-process lock, whole or not at all (:func:`append_whole`).
+- :func:`append_whole`: every byte written and fsynced, or the file cut back to its old length
+  and an error; a short write (a nearly full disk) is never reported as done.
 
 Which paths may be read or written at all is decided by :class:`memdir.workspace.Workspace`;
 these functions only make sure the file they touch is the regular file that was checked.
@@ -198,13 +200,48 @@ def locked_append(path: Path, text: str, *, lock_dir: Path, timeout: float = 10.
                 existing = _read_all(fd)
                 prefix = b"\n" if existing and not existing.endswith(b"\n") else b""
                 start_line = existing.count(b"\n") + 1 + (1 if prefix else 0)
-                os.write(fd, prefix + text.encode("utf-8"))
-                os.fsync(fd)
+                append_whole(fd, prefix + text.encode("utf-8"), path)
             finally:
                 os.close(fd)
             return start_line
     except Timeout as exc:
         raise WorkspaceError(f"{path}: another process holds the write lock; try again") from exc
+
+
+#: errno values that mean the disk (or the user's quota) is full.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk or the quota is full."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL
+
+
+def append_whole(fd: int, data: bytes, path: Path | str) -> None:
+    """Append ``data`` to the file open on ``fd`` (``O_APPEND``) and fsync it — all of it, or
+    none: ``os.write`` may write only part of a buffer (a disk with a few pages left), so the
+    rest is written in a loop, and when a write or the fsync fails the file is cut back to the
+    length it had, and the error says so. A caller never acknowledges a torn line.
+
+    Raises:
+        WorkspaceError: the write failed (the disk is full, or another I/O error); the file is
+            as it was.
+    """
+    size = os.fstat(fd).st_size
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:  # never for a regular file; guards the loop
+                raise OSError(errno.EIO, "write returned 0")
+            view = view[written:]
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        reason = "the disk is full" if disk_full(exc) else (exc.strerror or str(exc))
+        raise WorkspaceError(f"{path}: not written ({reason}); the file is unchanged") from exc
 
 
 def clean_stale_temp_files(folders: list[Path], *, older_than: float = STALE_TEMP_S) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from memdir import clock
 from memdir.errors import MemdirError, WorkspaceError
-from memdir.fileio import read_regular_file
+from memdir.fileio import append_whole, read_regular_file
 from memdir.llm.base import ROLES, Message, ToolCall
 
 SESSIONS_DIR = "sessions"
@@ -192,7 +192,7 @@ class Session:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW, 0o600)
             try:
-                os.write(fd, data)
+                append_whole(fd, data, self.path)  # whole records, or none
             finally:
                 os.close(fd)
         except OSError as exc:

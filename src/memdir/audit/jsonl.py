@@ -1,8 +1,8 @@
 """The audit trail of a workspace without git: ``.memdir/audit.jsonl``, one record a line.
 
-Append-only: each record is one ``write`` of one line on an ``O_APPEND`` descriptor, fsynced,
-under the workspace write lock. A line cut short by a crash (it cannot be, short of a full
-disk, but a person may edit the file) is skipped when read, never fatal.
+Append-only: each record is one line appended whole or not at all on an ``O_APPEND``
+descriptor, fsynced, under the workspace write lock (:func:`memdir.fileio.append_whole`). A
+line cut short (a person may edit the file) is skipped when read, never fatal.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memdir.audit.records import AuditRecord
+from memdir.fileio import append_whole
 
 LOG_NAME = "audit.jsonl"
 
@@ -35,8 +36,7 @@ class JsonlTrail:
             # A previous line cut short (edited by hand) must not swallow this one.
             if os.fstat(fd).st_size and not _ends_with_newline(self.path):
                 data = b"\n" + data
-            os.write(fd, data)
-            os.fsync(fd)
+            append_whole(fd, data, self.path)  # the whole line or nothing
         finally:
             os.close(fd)
         return record
