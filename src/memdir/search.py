@@ -26,6 +26,7 @@ below ``min_score``.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -40,7 +41,13 @@ from memdir.embeddings.base import Embedder, Vectors
 from memdir.index.base import ChunkRow, KeywordQuery
 from memdir.index.manager import IndexManager
 from memdir.legs import KeywordLeg, QueryEmbeddings, keyword_leg, query_parts
-from memdir.relevance import Calibration, apply_calibration, cut_off_topic, set_parts
+from memdir.relevance import (
+    FRESH_SECONDS,
+    Calibration,
+    apply_calibration,
+    cut_off_topic,
+    set_parts,
+)
 from memdir.rerank.base import Reranker
 from memdir.rerank.stage import focus_lines, rerank_passages
 from memdir.results import (
@@ -138,6 +145,8 @@ class Candidate:
     parts: dict[str, float] = field(default_factory=dict)
     #: The citation of the result it quotes (:mod:`memdir.echoes`), if it is an echo.
     echo_of: str | None = None
+    #: Its file changed in the last ``relevance.FRESH_SECONDS`` (just written).
+    fresh: bool = False
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -571,6 +580,7 @@ def _rank_one(
     if mode == "hybrid":
         set_parts(ranked, unknown, manager.term_coverage(terms, [c.chunk.seq for c in ranked]))
     if mode == "hybrid" and calibration is not None:
+        mark_fresh(manager, ranked)
         apply_calibration(ranked, calibration)
         ranked = demote_echoes(ranked)
         if threshold is None:
@@ -595,6 +605,18 @@ def _rank_one(
         }
     ranking.threshold = threshold if mode == "hybrid" else None
     return ranking
+
+
+def mark_fresh(manager: IndexManager, candidates: Sequence[Candidate]) -> None:
+    """Set ``fresh`` on the candidates whose file changed in the last ``FRESH_SECONDS``."""
+    paths = list({c.chunk.path for c in candidates})
+    if not paths:
+        return
+    rows = manager.read(lambda store: store.file_rows(paths))
+    since = (time.time() - FRESH_SECONDS) * 1e9
+    for cand in candidates:
+        row = rows.get(cand.chunk.path)
+        cand.fresh = row is not None and row.mtime_ns >= since
 
 
 def _placeholder(seq: int) -> ChunkRow:
