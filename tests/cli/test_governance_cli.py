@@ -40,7 +40,14 @@ def test_init_git_then_log(runner: CliRunner, tmp_path: Path, fake_config: None)
     assert "write: via memdir remember" in text and "+3: - Ana owns CI" in text
     assert "    via memdir remember" not in text  # said once, in the message
     status = json.loads(runner.invoke(cli, ["-w", str(root), "status", "--json"]).output)
-    assert status["audit"] == {"kind": "git", "repository": str(root), "prefix": "", "pending": 0}
+    assert status["audit"] == {
+        "kind": "git",
+        "repository": str(root),
+        "prefix": "",
+        "paused": None,
+        "pending": 0,
+        "deferred": 0,
+    }
 
 
 def test_log_without_git_and_by_path(runner: CliRunner, tmp_path: Path, fake_config: None) -> None:

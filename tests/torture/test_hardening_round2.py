@@ -115,3 +115,130 @@ def test_tmpfs_helpers_clean_up(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "fs", "1m") as fs:
         (fs / "x").write_text("x")
     assert not (tmp_path / "fs" / "x").exists() or shutil.rmtree(tmp_path / "fs") is None
+
+
+# -- git states a person reaches with ordinary commands ----------------------------------------
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Person",
+    "GIT_AUTHOR_EMAIL": "person@example.com",
+    "GIT_COMMITTER_NAME": "Person",
+    "GIT_COMMITTER_EMAIL": "person@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=check,
+        env={**os.environ, **GIT_ENV},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A workspace that is a git repository with two commits on ``main``, a daily log
+    tracked, and the audit trail committing (the default)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root, _ = init_workspace(tmp_path / "ws", "en")
+    (root / ".memdir" / "config.toml").write_text('[embedding]\nprovider = "none"\n')
+    env = {"MEMDIR_HOME": str(tmp_path / "home"), "MEMDIR_NOW": "2026-11-30T09:00:00", **GIT_ENV}
+    git(root, "init", "-q", "-b", "main")
+    (root / "memory" / "2026-11-30.md").write_text("# 2026-11-30\n\n- first note\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "notes")
+    (root / "memory" / "topic.md").write_text("# Topic\n\n- a topic note\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "topic")
+    yield root, env
+
+
+def facts_in(root: Path) -> str:
+    return (root / "MEMORY.md").read_text() + (root / "memory" / "2026-11-30.md").read_text()
+
+
+def test_facts_written_on_a_detached_head_survive_checking_out_the_branch(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """On a detached HEAD memdir committed the facts there; ``git checkout main`` then took
+    them out of the files (reflog only)."""
+    root, env = repo
+    git(root, "checkout", "-q", "--detach")
+    for args in (("remember", "detached fact one"), ("remember", "--section", "facts",
+                 "detached fact two")):  # fmt: skip
+        done = memdir("-w", str(root), *args, env=env)
+        assert done.returncode == 0, done.stderr
+    status = memdir("-w", str(root), "status", env=env)
+    assert "detached" in status.stdout
+    assert git(root, "log", "--oneline", "-1").stdout.split()[1] == "topic"  # no commit
+    checkout = git(root, "checkout", "-q", "main", check=False)
+    assert checkout.returncode == 0, checkout.stderr  # the changes come along, uncommitted
+    assert "detached fact one" in facts_in(root) and "detached fact two" in facts_in(root)
+    TALLY["git states tried"] += 1
+
+
+def test_a_fact_written_mid_rebase_is_put_back_after_rebase_abort(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """Mid-rebase, a write, then ``git rebase --abort`` deleted the daily log's new line; now it
+    is kept and put back at the next write."""
+    root, env = repo
+    git(root, "checkout", "-q", "-b", "side", "HEAD~1")
+    (root / "memory" / "topic.md").write_text("# Topic\n\n- the side branch's topic note\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "side topic")
+    rebase = git(root, "rebase", "main", check=False)
+    assert rebase.returncode != 0 and (root / ".git" / "rebase-merge").exists()
+    done = memdir("-w", str(root), "remember", "written during the rebase", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "rebase is in progress" in done.stderr or "rebase" in done.stdout + done.stderr
+    git(root, "rebase", "--abort")
+    assert "written during the rebase" not in facts_in(root)  # git took it away
+    done = memdir("-w", str(root), "remember", "a later fact", env=env)
+    assert done.returncode == 0, done.stderr
+    text = facts_in(root)
+    assert "written during the rebase" in text and "a later fact" in text
+    log = memdir("-w", str(root), "log", env=env).stdout
+    assert "put back 1 line written while a rebase is in progress" in log
+    TALLY["git states tried"] += 1
+
+
+def test_no_commit_into_a_repository_of_another_user(repo: tuple[Path, dict[str, str]]) -> None:
+    """A workspace under a ``.git`` owned by someone else (git says "dubious ownership"):
+    memdir committed MEMORY.md there."""
+    root, env = repo
+    if os.geteuid() != 0:
+        pytest.skip("changing a folder's owner needs root")
+    head = git(root, "rev-parse", "HEAD").stdout
+    for path in [root / ".git", *(root / ".git").rglob("*")]:
+        os.lchown(path, 4242, 4242)
+    done = memdir("-w", str(root), "remember", "--section", "facts", "not for their repo", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "another user" in done.stderr
+    for path in [root / ".git", *(root / ".git").rglob("*")]:
+        os.lchown(path, 0, 0)
+    assert git(root, "rev-parse", "HEAD").stdout == head
+    assert "not for their repo" in facts_in(root)
+    TALLY["git states tried"] += 1
+
+
+@pytest.mark.parametrize("where", ["gitignore-fifo", "excludesfile-fifo", "excludesfile-zero"])
+def test_ignore_rules_that_would_block_never_hang_a_write(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path, where: str
+) -> None:
+    """``memory/.gitignore`` a FIFO, or ``core.excludesFile`` naming a FIFO or ``/dev/zero``:
+    every automatic write hung for ever (4.7 GB of memory in 40 s for /dev/zero)."""
+    root, env = repo
+    if where == "gitignore-fifo":
+        os.mkfifo(root / "memory" / ".gitignore")
+    elif where == "excludesfile-fifo":
+        os.mkfifo(tmp_path / "ignore.fifo")
+        git(root, "config", "core.excludesFile", str(tmp_path / "ignore.fifo"))
+    else:
+        git(root, "config", "core.excludesFile", "/dev/zero")
+    done = memdir("-w", str(root), "remember", f"a fact beside {where}", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "cannot be read safely" in done.stderr
+    assert f"a fact beside {where}" in facts_in(root)
+    TALLY["blocking ignore files tried"] += 1

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memdir.audit import deferred
+from memdir.audit.gitstate import unsafe_reason
 from memdir.audit.lock import workspace_lock
 from memdir.audit.records import AuditRecord
 from memdir.audit.seam import (
@@ -73,19 +75,25 @@ def _touches(record: AuditRecord, path: str | None) -> bool:
 
 def trail_status(workspace: Workspace) -> dict[str, object]:
     """Where records go (``git`` with the repository, or ``log`` with the file) and how many
-    operations wait in the journal. Found from the folder names (:func:`git_worktree`), so
-    ``memdir status`` does not load dulwich."""
+    operations wait in the journal; for git, why commits are paused (``paused``, see
+    :mod:`memdir.audit.gitstate`) and how many writes made meanwhile are kept to be put back
+    (``deferred``). Found from the git folder's files (:func:`git_worktree`), so ``memdir
+    status`` does not load dulwich."""
     worktree = git_worktree(workspace)
     if worktree is not None:
         rel = workspace.root.relative_to(worktree).as_posix()
+        prefix = "" if rel == "." else rel + "/"
         where: dict[str, object] = {
             "kind": "git",
             "repository": str(worktree),
-            "prefix": "" if rel == "." else rel + "/",
+            "prefix": prefix,
+            # Why commits wait (a detached HEAD, a rebase…): writes go to the log meanwhile.
+            "paused": unsafe_reason(worktree, (), prefix),
         }
     else:
         where = {"kind": "log", "file": str(log_trail(workspace).path)}
     where["pending"] = pending_count(workspace)
+    where["deferred"] = deferred.count(workspace.state_dir)
     return where
 
 

@@ -31,12 +31,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memdir.audit import journal
+from memdir.audit import deferred, journal
 from memdir.audit.gitlocks import clear_stale_locks
+from memdir.audit.gitstate import unsafe_reason
 from memdir.audit.journal import Intent
 from memdir.audit.jsonl import JsonlTrail
 from memdir.audit.lock import workspace_lock
-from memdir.audit.merge import changed_lines
+from memdir.audit.merge import carry_change, changed_lines
 from memdir.audit.records import AuditRecord, FileChange
 from memdir.clock import now
 from memdir.errors import MemdirError
@@ -190,7 +191,7 @@ def recover(workspace: Workspace) -> list[AuditRecord]:
     """
     clear_stale_locks(workspace.state_dir)
     journal.clear_temporary(workspace.state_dir)
-    stored = []
+    stored = put_back(workspace)
     for intent in journal.pending(workspace.state_dir):
         files: dict[str, tuple[str | None, str]] = {}
         for rel, (before, _) in intent.files.items():
@@ -207,6 +208,52 @@ def recover(workspace: Workspace) -> list[AuditRecord]:
                 stored.append(op.record)
         journal.clear(workspace.state_dir, intent.id)
     return stored
+
+
+def put_back(workspace: Workspace) -> list[AuditRecord]:
+    """Put back the lines of writes made while git could not take a commit that git has since
+    removed (:mod:`memdir.audit.deferred`), once it is safe to commit again (call under the
+    lock). Returns the records of what was put back."""
+    kept = deferred.pending(workspace.state_dir)
+    if not kept:
+        return []
+    worktree = git_worktree(workspace)
+    if worktree is not None and unsafe_reason(worktree, (), _prefix(workspace, worktree)):
+        return []  # still unsafe: the files keep what was written, nothing to put back yet
+    stored = []
+    for entry in kept:
+        files: dict[str, tuple[str | None, str]] = {}
+        for rel, (before, after) in entry.files.items():
+            try:
+                current = read_text(workspace, rel) or ""
+            except MemdirError:
+                continue
+            _, added = changed_lines(before or "", after)
+            present = set(current.splitlines())
+            if all(text in present for _, text in added):
+                continue
+            restored = carry_change(before or "", after, current)
+            if restored != current:
+                workspace.replace_file(rel, restored)
+                files[rel] = (current, restored)
+        if files:
+            lines = sum(len(changed_lines(b or "", a)[1]) for b, a in files.values())
+            intent = Intent(uuid.uuid4().hex[:16], "write", now().astimezone(), None, None, None)
+            intent.summary = (
+                f"put back {plural(lines, 'line')} written while {entry.reason}, "
+                "which git removed since"
+            )
+            op = Operation(workspace, replace(intent, files=files))
+            _finish(workspace, op)
+            if op.record is not None:
+                stored.append(op.record)
+        deferred.drop(workspace.state_dir, entry.record_id)
+    return stored
+
+
+def _prefix(workspace: Workspace, worktree: Path) -> str:
+    rel = workspace.root.relative_to(worktree).as_posix()
+    return "" if rel == "." else rel + "/"
 
 
 def _before(op: Operation, workspace: Workspace, rel: str) -> str | None:
@@ -275,6 +322,18 @@ def _store(
     files: dict[str, tuple[str | None, str]],
     warnings: list[str],
 ) -> AuditRecord:
+    worktree = git_worktree(workspace)
+    if worktree is not None:
+        reason = unsafe_reason(worktree, files, _prefix(workspace, worktree))
+        if reason is not None:
+            paused = f"not committed: {reason}"
+            logged = log_trail(workspace).append(replace(record, note=paused))
+            deferred.save(workspace.state_dir, record.id, reason, files)
+            warnings.append(
+                f"{paused}; recorded in .memdir/audit.jsonl instead, and put back should git "
+                "remove it"
+            )
+            return logged
     git = git_trail(workspace)
     if git is None:
         return log_trail(workspace).append(record)

@@ -175,6 +175,13 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     trail = (
         f"git commits in {audit['repository']}" if audit["kind"] == "git" else str(audit["file"])
     )
+    if audit.get("paused"):
+        trail += (
+            f"\npaused: {audit['paused']}; writes are recorded in .memdir/audit.jsonl and put "
+            "back should git remove them"
+        )
+    if audit.get("deferred"):
+        trail += f"\n{audit['deferred']} write(s) kept until git is safe to commit to again"
     if audit["pending"]:
         trail += f" ({audit['pending']} interrupted write(s) to record: run memdir log)"
     rows.append(("audit trail", trail))
