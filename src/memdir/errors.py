@@ -7,6 +7,7 @@ The tree::
     ├── WorkspaceError              the workspace is missing, unreadable or not writable
     │   └── PathNotAllowed          a path escapes the workspace or is not a memory file
     ├── IndexStoreError             the index cannot be opened or rebuilt
+    │   └── DiskFull                the disk under the index is full (the index is kept)
     ├── ProviderError               an embedding/LLM provider failed
     │   ├── ProviderUnavailable     the provider cannot be used here (missing package, no key)
     │   └── ProviderResponseError   the provider answered wrongly (HTTP error, wrong dimension)
@@ -37,6 +38,11 @@ class PathNotAllowed(WorkspaceError):
 
 class IndexStoreError(MemdirError):
     """The index cannot be opened, migrated or rebuilt."""
+
+
+class DiskFull(IndexStoreError):
+    """The disk (or quota) under the index is full: nothing was written, and the index is kept
+    as it was (a full disk is not damage)."""
 
 
 class ProviderError(MemdirError):

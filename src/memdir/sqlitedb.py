@@ -3,6 +3,7 @@ by numbered, append-only scripts (``PRAGMA user_version``)."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -86,7 +87,9 @@ def apply_migrations(
                 conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
     return target
 

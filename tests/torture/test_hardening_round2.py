@@ -242,3 +242,45 @@ def test_ignore_rules_that_would_block_never_hang_a_write(
     assert "cannot be read safely" in done.stderr
     assert f"a fact beside {where}" in facts_in(root)
     TALLY["blocking ignore files tried"] += 1
+
+
+# -- a full disk under the index -----------------------------------------------------------------
+
+
+def test_a_full_disk_is_not_damage_and_the_index_is_kept(tmp_path: Path) -> None:
+    """With 0 bytes free a healthy index.sqlite was moved aside as corrupt, the rotation
+    deleted it three searches later with the embedding cache, and errors read "cannot rollback
+    - no transaction is active"."""
+    with tmpfs(tmp_path / "fs", "4m") as fs:
+        root, _ = init_workspace(fs / "ws", "en")
+        env = {"MEMDIR_HOME": str(fs / "home"), "MEMDIR_NOW": "2026-11-30T09:00:00"}
+        config = '[embedding]\nprovider = "fake"\n[audit]\ngit = "off"\n'
+        (root / ".memdir" / "config.toml").write_text(config, encoding="utf-8")
+        for day in range(1, 21):
+            note = f"- day {day}: the staging redis listens on port {6000 + day}\n" * 3
+            (root / "memory" / f"2026-11-{day:02d}.md").write_text(f"# 2026-11-{day:02d}\n\n{note}")
+        assert memdir("-w", str(root), "index", env=env).returncode == 0
+        cached = json.loads(memdir("-w", str(root), "status", "--json", env=env).stdout)
+        (root / "memory" / "2026-11-22.md").write_text("# 2026-11-22\n\n- changed while full\n")
+        fill(fs, 0)
+        for _ in range(4):
+            done = memdir("-w", str(root), "search", "staging redis port", env=env)
+            assert "cannot rollback" not in done.stderr
+            assert "disk" in done.stderr and "is full" in done.stderr, done.stderr
+            if done.returncode == 0:  # answered from the index as it is, with a warning
+                assert "port" in done.stdout
+                TALLY["full-disk searches answered"] += 1
+            else:  # SQLite cannot even open its shared-memory file: said so, nothing moved
+                assert "the index is kept as it is" in done.stderr
+                TALLY["full-disk searches refused cleanly"] += 1
+        refused = memdir("-w", str(root), "remember", "a fact on a full disk", env=env)
+        assert refused.returncode != 0
+        assert "full" in refused.stderr or "No space left" in refused.stderr
+        assert "cannot rollback" not in refused.stderr
+        assert not list((root / ".memdir").glob("index.sqlite.corrupt-*"))
+        (fs / "filler.bin").unlink()
+        after = json.loads(memdir("-w", str(root), "status", "--json", env=env).stdout)
+        assert after["cached_embeddings"] >= cached["cached_embeddings"]
+        again = memdir("-w", str(root), "search", "changed while full", env=env)
+        assert again.returncode == 0 and "2026-11-22.md" in again.stdout, again.stderr
+        TALLY["full-disk index runs"] += 1

@@ -25,7 +25,7 @@ import numpy as np
 from memdir.config import ChunkingConfig, Config, index_url
 from memdir.config_choices import check_index_values
 from memdir.embeddings.base import Embedder, Vectors, urgent_embedder
-from memdir.errors import ConfigError, ProviderError
+from memdir.errors import ConfigError, DiskFull, ProviderError
 from memdir.index.base import (
     CorpusStats,
     EmbeddingSpace,
@@ -345,14 +345,19 @@ class IndexManager:
         Nothing is embedded here: a search embeds the few candidates it needs
         (:meth:`embed_missing`), a background worker or ``memdir index`` the rest."""
         # Through read(): a lost database connection is reopened, a corrupt file recovered.
-        if not self.read(self._identity_matches):
-            return self.sync(embed=False)
         try:
-            return self._refresh()
-        except Exception as exc:
-            if not self.lifecycle.recover(exc):
-                raise
-            return self.sync(force=True, embed=False)
+            if not self.read(self._identity_matches):
+                return self.sync(embed=False)
+            try:
+                return self._refresh()
+            except Exception as exc:
+                if not self.lifecycle.recover(exc):
+                    raise
+                return self.sync(force=True, embed=False)
+        except DiskFull as exc:  # search the index as it is; say why it may be behind
+            report = SyncReport()
+            report.warnings.append(str(exc))
+            return report
 
     def _refresh(self) -> SyncReport | None:
         dirty = self.freshness.dirty(self.store())

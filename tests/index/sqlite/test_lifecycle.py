@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -166,14 +167,21 @@ def test_stale_rebuild_files_are_removed_and_live_ones_kept(workspace: Path) -> 
     assert mine.exists()
 
 
-def test_only_the_newest_corrupt_copies_are_kept(workspace: Path) -> None:
-    from memdir.index.sqlite.lifecycle import KEEP_CORRUPT
+def test_damaged_copies_are_kept_a_week_then_only_the_newest(workspace: Path) -> None:
+    from memdir.index.sqlite.lifecycle import KEEP_CORRUPT, KEEP_CORRUPT_S
 
     state = workspace / ".memdir"
+    old = time.time() - KEEP_CORRUPT_S - 60
     for stamp in range(1000, 1005):
-        (state / f"index.sqlite.corrupt-{stamp}").write_bytes(b"x")
+        copy = state / f"index.sqlite.corrupt-{stamp}"
+        copy.write_bytes(b"x")
+        os.utime(copy, (old, old))
+    (state / "index.sqlite.corrupt-1900").write_bytes(b"a recent copy")
     (state / "index.sqlite").write_bytes(b"not a database at all" * 100)
     with Memory(workspace, embedder=FakeEmbedder()) as mem:
         mem.search("anything")
     copies = sorted(p.name for p in state.glob("index.sqlite.corrupt-*"))
-    assert len(copies) == KEEP_CORRUPT and "index.sqlite.corrupt-1000" not in copies
+    week_old = [c for c in copies if c.removeprefix("index.sqlite.corrupt-").startswith("100")]
+    assert len(week_old) == KEEP_CORRUPT and "index.sqlite.corrupt-1000" not in copies
+    assert "index.sqlite.corrupt-1900" in copies  # younger than a week: never removed
+    assert len(copies) == KEEP_CORRUPT + 2  # and the copy of the file just moved aside

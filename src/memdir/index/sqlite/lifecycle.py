@@ -9,11 +9,14 @@
 - Identity (provider, model, dims, chunking, tokenizer, schema) change → a full rebuild into a
   temporary database seeded with the old embedding cache, swapped in with one rename; a failure
   keeps the old index. Other processes notice the swap (inode change) and reopen.
-- A database that cannot be read is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt:
-  a bad header when it is opened, or damage inside the file when a query fails with
+- A damaged database is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt: a file
+  that is not a SQLite database, or damage inside the file when a query fails with
   "malformed"/"corrupt" and ``PRAGMA quick_check`` confirms it. The embedding cache is salvaged
-  first, range by range, so the rebuild re-embeds only what was lost; the newest
-  :data:`KEEP_CORRUPT` copies are kept for inspection.
+  first, range by range, so the rebuild re-embeds only what was lost; copies are kept a week,
+  then the newest :data:`KEEP_CORRUPT`. A file that cannot be opened for another reason is
+  kept and the error raised; a full disk (:func:`disk_full`) is :class:`DiskFull`, never
+  damage (it used to move a healthy index aside, and the rotation then deleted it with its
+  embedding cache).
 - At start-up, ``index.sqlite.rebuild-<pid>`` files of rebuilds whose process is gone (or older
   than :data:`STALE_REBUILD_S`) are removed.
 """
@@ -34,8 +37,8 @@ from filelock import FileLock, Timeout
 
 from memdir.config import memdir_home
 from memdir.embeddings.base import Vectors
-from memdir.errors import IndexStoreError
-from memdir.fileio import pid_alive
+from memdir.errors import DiskFull, IndexStoreError
+from memdir.fileio import DISK_FULL, pid_alive
 from memdir.index.base import IndexBackend, LifecycleOptions
 from memdir.index.sqlite.salvage import read_cache, salvage_cache, write_cache
 from memdir.index.sqlite.schema import SCHEMA_VERSION
@@ -95,22 +98,40 @@ class SqliteLifecycle:
             store = self._open(self.path)
             store.meta_get("identity")
         except sqlite3.DatabaseError as exc:
+            self._raise_if_full(exc)
             with self.write_lock():
                 store = self._recover(exc)
         self._store, self._inode = store, _inode(self.path)
         return store
 
+    def _raise_if_full(self, exc: BaseException) -> None:
+        """A full disk is not damage: say so, and keep the index as it is.
+
+        Raises:
+            DiskFull: ``exc`` comes from a full disk (or quota).
+        """
+        if disk_full(exc, self.path.parent):
+            raise DiskFull(
+                f"the disk under {self.path.parent} is full ({exc}): the index is kept as it "
+                "is; free some space (files changed since the last sync are not indexed)"
+            ) from exc
+
     def _recover(self, exc: Exception, *, damaged: bool = False) -> SqliteStore:
-        """Move an unreadable or damaged database aside and start a new one that keeps what
-        could be read of its embedding cache (call under the lock)."""
+        """Move a damaged database aside and start a new one that keeps what could be read of
+        its embedding cache (call under the lock). Only damage moves a file: the error names
+        it and the file's own check confirms it, or the file is not a SQLite database at all;
+        a file that cannot be opened for another reason (a full disk, permissions) is kept and
+        the error raised."""
         try:  # another process may have recovered it while we waited for the lock
             store = self._open(self.path)
             store.meta_get("identity")
             if not (damaged or is_damage(exc)) or _quick_check(store) == "ok":
                 return store
             store.close()
-        except sqlite3.DatabaseError:
-            pass
+        except sqlite3.DatabaseError as again:
+            self._raise_if_full(again)
+            if not (damaged or is_damage(exc) or is_damage(again) or not _has_header(self.path)):
+                raise IndexStoreError(f"cannot open the index {self.path}: {again}") from again
         salvaged = salvage_cache(self.path)
         aside = self.path.with_name(f"{INDEX_NAME}.corrupt-{int(time.time())}")
         with contextlib.suppress(FileNotFoundError):
@@ -138,6 +159,7 @@ class SqliteLifecycle:
         fresh index (the caller then syncs again). False when ``exc`` is not damage."""
         if not isinstance(exc, sqlite3.DatabaseError):
             return False
+        self._raise_if_full(exc)
         # An error that does not name damage may still come from it (a damaged page under an
         # FTS5 table says "vtable constructor failed"): the file's own check decides.
         busy = any(w in str(exc).lower() for w in ("locked", "busy"))
@@ -212,6 +234,7 @@ class SqliteLifecycle:
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and "fts5" in str(exc).lower():
                 raise
+            self._raise_if_full(exc)
             self._close_store()
             with self.write_lock():
                 self._store = self._recover(exc)
@@ -250,6 +273,44 @@ def _writable_folder(state_dir: Path, notes: list[str]) -> Path:
     return fallback
 
 
+#: SQLite's result codes for a full disk and an I/O error (which ENOSPC becomes when a WAL or
+#: shared-memory file cannot grow).
+_SQLITE_FULL, _SQLITE_IOERR = 13, 10
+#: Below this many free bytes an I/O error of the index is taken for a full disk.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def disk_full(exc: BaseException, folder: Path) -> bool:
+    """Whether ``exc`` comes from a full disk or quota under ``folder``: SQLite says so
+    (SQLITE_FULL), or the OS does (ENOSPC, EDQUOT), or an I/O error while the folder has
+    almost no free space left."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == _SQLITE_FULL:
+        return True
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+        return True
+    message = str(exc).lower()
+    if "disk is full" in message or "no space left" in message:
+        return True
+    io_error = (code is not None and code & 0xFF == _SQLITE_IOERR) or "disk i/o error" in message
+    if io_error or "unable to open database file" in message:
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize < FULL_BELOW_BYTES
+    return False
+
+
+def _has_header(path: Path) -> bool:
+    """Whether ``path`` starts like a SQLite database (absent counts as not)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def is_damage(exc: BaseException) -> bool:
     """Whether a SQLite error says the file is damaged (not busy, not a bad query)."""
     message = str(exc).lower()
@@ -286,11 +347,25 @@ def clean_stale_rebuilds(folder: Path) -> list[str]:
     return removed
 
 
+#: A damaged copy younger than this is never removed (it may hold the only copy of
+#: embeddings the salvage could not read).
+KEEP_CORRUPT_S = 7 * 86400.0
+
+
 def _drop_old_copies(folder: Path) -> None:
+    cutoff = time.time() - KEEP_CORRUPT_S
     copies = sorted(folder.glob(f"{INDEX_NAME}.corrupt-*"), key=lambda p: p.name, reverse=True)
+    copies = [c for c in copies if _older_than(c, cutoff)]
     for old in copies[KEEP_CORRUPT:]:
         with contextlib.suppress(OSError):
             old.unlink()
+
+
+def _older_than(path: Path, cutoff: float) -> bool:
+    try:
+        return path.stat().st_mtime < cutoff
+    except OSError:
+        return False
 
 
 def _inode(path: Path) -> int | None:

@@ -33,12 +33,16 @@ class SqliteMeta:
         self._depth = 1
         try:
             yield self.conn
+            self.conn.execute("COMMIT")
         except BaseException:
-            self._depth = 0
-            self.conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk, SQLITE_FULL): a second ROLLBACK
+            # would replace the real error with "cannot rollback - no transaction is active".
+            if self.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
             raise
-        self._depth = 0
-        self.conn.execute("COMMIT")
+        finally:
+            self._depth = 0
 
     def meta_get(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
