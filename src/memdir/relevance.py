@@ -210,6 +210,11 @@ def apply_calibration(candidates: Sequence[Candidate], calibration: Calibration)
     for cand in candidates:
         cand.fused = cand.score
         relevance = calibration.relevance(cand.parts, has_vector=cand.has_vector)
+        if cand.fresh and cand.has_vector:
+            # A fact just written shares its daily log's window with other facts, which dilute
+            # the chunk's vector: its words say at least as much (never below the keyword
+            # score).
+            relevance = max(relevance, calibration.relevance(cand.parts, has_vector=False))
         cand.score = relevance * cand.decay
 
 

@@ -550,6 +550,8 @@ def _rank_one(
         keyword_only_scores(pool, terms)
     else:
         FUSIONS[config.fusion](pool, config)
+        mark_fresh(manager, pool)
+        prefer_fresh(pool)
     if config.decay:
         extra_mtimes = (
             manager.read(lambda store: store.file_mtimes(source="extra"))
@@ -580,7 +582,6 @@ def _rank_one(
     if mode == "hybrid":
         set_parts(ranked, unknown, manager.term_coverage(terms, [c.chunk.seq for c in ranked]))
     if mode == "hybrid" and calibration is not None:
-        mark_fresh(manager, ranked)
         apply_calibration(ranked, calibration)
         ranked = demote_echoes(ranked)
         if threshold is None:
@@ -617,6 +618,23 @@ def mark_fresh(manager: IndexManager, candidates: Sequence[Candidate]) -> None:
     for cand in candidates:
         row = rows.get(cand.chunk.path)
         cand.fresh = row is not None and row.mtime_ns >= since
+
+
+#: How much a just-written keyword match's fused score is raised (``prefer_fresh``).
+FRESH_BOOST = 1.05
+
+
+def prefer_fresh(pool: Sequence[Candidate]) -> None:
+    """Raise the fused score of the candidates written a moment ago that match the query's
+    words by :data:`FRESH_BOOST`: a fact the agent just wrote is what the next question is
+    most likely about, ahead of an older note that says nearly the same (the port that moved,
+    the tool that replaced another). Nothing changes when every candidate is fresh (a
+    workspace copied in a minute ago) or none is."""
+    fresh = [c for c in pool if c.fresh and c.keyword_hit]
+    if not fresh or len(fresh) == len(pool):
+        return
+    for cand in fresh:
+        cand.score *= FRESH_BOOST
 
 
 def _placeholder(seq: int) -> ChunkRow:
