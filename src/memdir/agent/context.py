@@ -348,11 +348,12 @@ def summary_message(summary: str) -> Message:
     """The compaction summary as the conversation's first message.
 
     A user message, not part of the system prompt: it was written from the conversation and
-    its tool results, so it carries no more authority than they did.
+    its tool results, so it carries no more authority than they did; escaped like them, so
+    that it cannot close its block either.
     """
     return Message(
         "user",
         "<conversation-summary>\nThe older turns of this conversation were compacted into this "
         "summary; the recent turns follow.\n\n"
-        f"{summary.strip()}\n</conversation-summary>",
+        f"{escape_untrusted(summary.strip())}\n</conversation-summary>",
     )
