@@ -20,6 +20,7 @@ from typing import Any
 from memdir.errors import MemdirError
 from memdir.memory import Memory
 from memdir.tools import ToolSpec, call_tool, memory_tools
+from memdir.untrusted import escape_untrusted
 
 TOOL_RESULT_PREFIX = "[tool result]"
 
@@ -93,8 +94,27 @@ def tool_definitions(memory: Memory) -> tuple[ToolSpec, ...]:
 
 
 def tool_message(name: str, result: Mapping[str, Any]) -> str:
-    """The text of the ``tool`` message that carries ``result`` back to the model."""
-    return f"{TOOL_RESULT_PREFIX} {name}\n{json.dumps(result, ensure_ascii=False)}"
+    """The text of the ``tool`` message that carries ``result`` back to the model (text
+    protocol)."""
+    return f"{TOOL_RESULT_PREFIX} {name}\n{tool_content(result)}"
+
+
+def tool_content(result: Mapping[str, Any]) -> str:
+    """``result`` as the JSON the model reads, every string in it escaped as memory text
+    (:func:`~memdir.untrusted.escape_untrusted`): a snippet or a file name that
+    ``memory_search`` or ``memory_get`` brings back cannot forge a tag in the conversation, in
+    the memory flush or in the transcript a compaction reads. It stays valid JSON."""
+    return json.dumps(_escaped(result), ensure_ascii=False)
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return escape_untrusted(value)
+    if isinstance(value, Mapping):
+        return {key: _escaped(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_escaped(item) for item in value]
+    return value
 
 
 def describe_result(name: str, result: Mapping[str, Any]) -> str:

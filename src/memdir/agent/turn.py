@@ -15,12 +15,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memdir.agent.tools import ToolRequest, describe_result, find_tool_request, run_tool
+from memdir.agent.tools import (
+    ToolRequest,
+    describe_result,
+    find_tool_request,
+    run_tool,
+    tool_content,
+)
 from memdir.errors import ProviderResponseError
 from memdir.llm.base import LLM, Message, ToolCall, count_message_tokens, count_tokens
 from memdir.llm.chat import (
@@ -274,7 +279,7 @@ def run_native_calls(
         line = describe_result(call.name or "tool", result)
         out.tools.append(line)
         listener.tool_result(line)
-        content = json.dumps(result, ensure_ascii=False)
+        content = tool_content(result)
         results.append(Message("tool", content, tool_call_id=call.id))
     if last_round and results:
         final = results[-1]

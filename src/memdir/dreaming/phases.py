@@ -11,7 +11,8 @@
   distinct recall days of those entries); a theme needs strength ≥ 0.75.
 - **Deep**: score every entry (:mod:`memdir.dreaming.scoring`), apply the gates, and promote the
   passing ones, best first (:mod:`memdir.dreaming.promotion`), keeping MEMORY.md within its
-  budget (:mod:`memdir.dreaming.budget`).
+  budget (:mod:`memdir.dreaming.budget`). A block that reads like a prompt injection is never
+  promoted; each one is a warning of the run (:func:`refusals`).
 
 A preview runs all of it, re-reading the live notes and MEMORY.md, and writes nothing.
 """
@@ -51,6 +52,7 @@ from memdir.dreaming.scoring import (
 from memdir.dreaming.store import RecallEntry, RecallStore
 from memdir.errors import MemdirError, PathNotAllowed
 from memdir.text import jaccard, similarity_tokens, stem
+from memdir.untrusted import preview
 from memdir.workspace import Workspace
 
 LIGHT_DAYS = 2
@@ -376,6 +378,7 @@ def run_dream(
             candidate.outcome = outcome
         report = DreamReport(now, apply, gates, light, themes, candidates, result, budget)
         report.warnings.extend(store.notes)
+        report.warnings.extend(refusals(result.outcomes, applied=apply))
         if op is not None:
             done = [o.key for o in result.outcomes if o.status in DONE_STATUSES]
             store.mark_promoted(done, when=now)
@@ -387,6 +390,18 @@ def run_dream(
     if op is not None:
         report.warnings.extend(op.warnings)
     return report
+
+
+def refusals(outcomes: Sequence[Outcome], *, applied: bool) -> list[str]:
+    """One warning per block that is not promoted because it reads like a prompt injection
+    (a person may still copy it into MEMORY.md by hand)."""
+    verb = "not promoted" if applied else "would not promote"
+    return [
+        f"{verb}, reads like a prompt injection: {preview(outcome.path, 200)}"
+        f"#L{block.start_line}-L{block.end_line}: {preview(block.text)}"
+        for outcome in outcomes
+        for block in outcome.refused
+    ]
 
 
 def _dream_summary(report: DreamReport) -> str:
@@ -418,6 +433,7 @@ __all__ = [
     "dedupe_blocks",
     "deep_phase",
     "light_phase",
+    "refusals",
     "rem_phase",
     "run_dream",
     "theme_strength",

@@ -12,10 +12,14 @@ For each selected entry:
    are kept: the part of the chunk the searches were about.
 4. A block that ``memdir forget`` removed (its :func:`forget_key` is in the recall store's
    forgotten set) is dropped: forgetting is for good.
-5. A block already in MEMORY.md (Jaccard ≥ 0.9 over :func:`memdir.text.similarity_tokens` with
+5. A block that reads like a prompt injection (:func:`memdir.untrusted.looks_like_injection`,
+   the check auto-capture and the memory flush apply) is refused: never promoted, listed in
+   the outcome's ``refused`` and reported by the run; an entry left with nothing but refused
+   blocks is "refused" (and is considered again by the next run, reported again).
+6. A block already in MEMORY.md (Jaccard ≥ 0.9 over :func:`memdir.text.similarity_tokens` with
    any line there) or taken earlier in the run is dropped; an entry left with nothing to add is
    "nothing new" (and counts as promoted: its content is in MEMORY.md or is generated text).
-6. Each remaining block becomes ``- text <!-- memdir:promoted PATH#La-Lb key=KEY -->`` in the
+7. Each remaining block becomes ``- text <!-- memdir:promoted PATH#La-Lb key=KEY -->`` in the
    block of the day (:mod:`memdir.dreaming.budget`), then the budget is enforced.
 
 Writing MEMORY.md: under the workspace's memory write lock (the one ``memory_write`` takes,
@@ -48,6 +52,7 @@ from memdir.dreaming.store import RecallEntry, mentioned_terms
 from memdir.errors import PathNotAllowed, WorkspaceError
 from memdir.fileio import read_regular_file
 from memdir.text import jaccard, similarity_tokens, stem
+from memdir.untrusted import looks_like_injection
 from memdir.workspace import MEMORY_FILE, Workspace
 
 DREAMS_FILE = "DREAMS.md"
@@ -78,12 +83,14 @@ class Outcome:
     """What happened (or, in a preview, would happen) to one selected entry."""
 
     key: str
-    status: str  # promoted | nothing new | already promoted | changed | vanished | over budget
+    # promoted | nothing new | already promoted | changed | vanished | over budget | refused
+    status: str
     path: str
     start_line: int
     end_line: int
     moved: bool = False
     lines: list[str] = field(default_factory=list)  # the MEMORY.md lines added
+    refused: list[NoteBlock] = field(default_factory=list)  # blocks that read like an injection
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -94,6 +101,10 @@ class Outcome:
             "end_line": self.end_line,
             "moved": self.moved,
             "lines": self.lines,
+            "refused": [
+                {"start_line": b.start_line, "end_line": b.end_line, "text": b.text}
+                for b in self.refused
+            ],
         }
 
 
@@ -252,6 +263,9 @@ def plan_promotions(
         for block in blocks:
             if forgotten and forget_key(block.text) in forgotten:
                 continue
+            if looks_like_injection(block.text):
+                outcome.refused.append(block)
+                continue
             tokens = similarity_tokens(block.text)
             if not tokens or any(jaccard(tokens, other) >= DEDUPE_JACCARD for other in seen):
                 continue
@@ -260,7 +274,10 @@ def plan_promotions(
             line = render_entry(text, block.path, block.start_line, block.end_line, entry.key)
             outcome.lines.append(line)
             new_lines.append(line)
-        outcome.status = "promoted" if outcome.lines else "nothing new"
+        if outcome.lines:
+            outcome.status = "promoted"
+        else:
+            outcome.status = "refused" if outcome.refused else "nothing new"
     return outcomes, new_lines
 
 

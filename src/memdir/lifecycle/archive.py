@@ -26,6 +26,7 @@ from memdir.errors import MemdirError, WorkspaceError
 from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
 from memdir.privacy import describe_kinds
+from memdir.untrusted import escape_untrusted
 from memdir.workspace import MEMORY_DIR, Workspace
 
 ARCHIVE_MESSAGES = 15
@@ -95,7 +96,8 @@ def suggest_slug(llm: LLM, messages: Sequence[Message], *, timeout: float) -> st
         MemdirError: the provider failed or did not answer in time.
     """
     excerpt = "\n\n".join(f"{m.role}: {m.content}" for m in messages)[-SLUG_INPUT_CHARS:]
-    request = [Message("user", f"<conversation>\n{excerpt}\n</conversation>")]
+    # Memory is data here too (docs/design.md#working-memory): nothing closes the fence.
+    request = [Message("user", f"<conversation>\n{escape_untrusted(excerpt)}\n</conversation>")]
     return complete_within(
         llm, request, system=load_prompt("archive_slug"), max_tokens=16, timeout=timeout
     )

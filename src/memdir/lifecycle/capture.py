@@ -4,10 +4,10 @@
 A user message is captured when it is 10–500 characters long, matches a trigger
 (:data:`TRIGGERS`: "remember", "I prefer", "we decided", "always", "never", "my X is", a phone
 number, an e-mail address; 记住, 我喜欢, 我不喜欢, 以后, 决定, 总是, 不要 …), is not a question,
-and does not look like a prompt injection (:data:`INJECTION_PATTERNS`). At most
-:data:`MAX_PER_CONVERSATION` messages are captured per conversation; each is categorised
-(:func:`categorise`) and appended to today's daily log through the shared writer, which skips
-duplicates of what the log already holds.
+and does not look like a prompt injection (:func:`memdir.untrusted.looks_like_injection`, the
+check every automatic writer applies). At most :data:`MAX_PER_CONVERSATION` messages are
+captured per conversation; each is categorised (:func:`categorise`) and appended to today's
+daily log through the shared writer, which skips duplicates of what the log already holds.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from memdir.audit.seam import from_session
 from memdir.errors import MemdirError
 from memdir.lifecycle.write import WriteResult, normalise_memory_text, write_memory
 from memdir.markdown.sections import normalise_for_dedup
+from memdir.untrusted import looks_like_injection
 from memdir.workspace import Workspace
 
 MIN_CHARS = 10
@@ -56,26 +57,6 @@ TRIGGERS = _compile(
     r"我的\S{1,12}是",
 )
 
-#: A message matching any of these is never captured (it reads like an attempt to plant
-#: instructions in memory, or like text the system itself injected).
-INJECTION_PATTERNS = _compile(
-    r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}\b(?:previous|prior|above|earlier|all|"
-    r"your|the|any)\b.{0,30}\b(?:instructions?|rules?|prompts?|messages?|guidelines?|context)\b",
-    r"\bsystem\s*prompt\b",
-    r"\b(?:developer|god|dan|jailbreak)\s*mode\b|\bjailbreak",
-    r"\byou are now\b|\bfrom now on,? you (?:are|will be|must act)\b",
-    r"\b(?:act|behave) as (?:if you were |an? )?(?:unrestricted|different|new|evil)\b",
-    r"\bpretend (?:to be|you are|that you)\b|\brole-?play\b",
-    r"\bnew instructions?\b|\bhidden instructions?\b",
-    r"</?\s*(?:tool|system|assistant|user|relevant-memories|daily-notes|function|im_start|im_end)",
-    r"<\|[a-z_]+\|>|\[/?INST\]|<<\s*/?SYS\s*>>",
-    r"^\s*#{0,3}\s*(?:system|assistant|developer)\s*:",
-    r'\{\s*"tool"\s*:',
-    r"\bmemory_(?:write|search|get)\b",
-    r"忽略.{0,10}(?:指令|指示|规则|提示|设定)|无视.{0,10}(?:指令|规则)",
-    r"系统提示|提示词|越狱|你现在是|扮演|假装你",
-)
-
 _QUESTION_END_RE = re.compile(r"[?？]\s*$|[吗呢]\s*[。.!！]?\s*$")
 _CODE_RE = re.compile(r"```|^\s{4,}\S", re.M)
 
@@ -83,11 +64,6 @@ _CODE_RE = re.compile(r"```|^\s{4,}\S", re.M)
 def matches_trigger(text: str) -> bool:
     """Whether ``text`` contains one of the capture triggers."""
     return any(p.search(text) for p in TRIGGERS)
-
-
-def looks_like_injection(text: str) -> bool:
-    """Whether ``text`` reads like a prompt injection or like memdir's own injected blocks."""
-    return any(p.search(text) for p in INJECTION_PATTERNS)
 
 
 def categorise(text: str) -> str:

@@ -11,6 +11,10 @@ e-mail addresses, paths, host:port pairs, versions and numbers from the summaris
 the summary lacks are appended under ``## Exact identifiers``. The result is capped at
 :data:`MAX_SUMMARY_CHARS` with a marker, the identifier list kept whole when it fits.
 
+The model reads the older turns inside ``<transcript>``, escaped with
+:func:`~memdir.untrusted.escape_untrusted` like any memory text (tool results bring recalled
+memory into the conversation): no text in it can close the fence or forge a tag.
+
 A failed or empty LLM answer leaves the history as it was: :func:`compact_history` returns
 ``ok=False`` with the error and never a half-compacted conversation.
 """
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from memdir.errors import MemdirError
 from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.prompts import load_prompt
+from memdir.untrusted import escape_untrusted
 
 KEEP_USER_TURNS = 3
 #: The summary should be at most this share of the tokens it replaces.
@@ -202,7 +207,8 @@ def compact_history(
         .replace("{{target_tokens}}", str(target))
         .replace("{{target_words}}", str(max(50, target * 3 // 4)))
     )
-    request = [Message("user", f"<transcript>\n{material}\n</transcript>")]
+    # Identifiers are taken from the text itself, so "a=1&b=2" is kept as written, not escaped.
+    request = [Message("user", f"<transcript>\n{escape_untrusted(material)}\n</transcript>")]
     try:
         reply = llm.complete(request, system=system, max_tokens=max_tokens)
     except MemdirError as exc:

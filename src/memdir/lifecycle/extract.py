@@ -10,7 +10,10 @@ Duplicates are skipped: the writer's normalised exact match and Jaccard ≥ 0.9,
 when an embedder is available, cosine similarity ≥ 0.95 to a line of the same section.
 
 An answer that is not that JSON is retried once with a note saying what was wrong, then dropped
-with a warning. Nothing the model says is ever written raw.
+with a warning. Nothing the model says is ever written raw: an item that reads like a prompt
+injection (:func:`~memdir.untrusted.looks_like_injection`) is not written but reported, and the
+conversation the model reads is escaped inside its fence
+(:func:`~memdir.untrusted.escape_untrusted`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from memdir.lifecycle.write import WriteResult, write_memory
 from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.prompts import load_prompt
 from memdir.markdown.sections import content_lines, find_section, parse_sections
+from memdir.untrusted import escape_untrusted, looks_like_injection, preview
 from memdir.workspace import MEMORY_FILE, Workspace
 
 #: Category → MEMORY.md section key.
@@ -89,12 +93,14 @@ class ExtractionReport:
     Attributes:
         items: the valid items the model returned.
         results: one per item written or skipped as a duplicate, in order.
+        refused: items that read like a prompt injection: not written (each is a warning too).
         warnings: malformed answers, invalid items, items that could not be written.
         attempts: LLM calls made (2 when the first answer was malformed).
     """
 
     items: list[ExtractedItem] = field(default_factory=list)
     results: list[WriteResult] = field(default_factory=list)
+    refused: list[ExtractedItem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     attempts: int = 0
 
@@ -187,7 +193,8 @@ def extract_memories(
     conversation = _recent(messages, max_input_tokens)
     if not conversation:
         return report
-    request = [Message("user", f"<conversation>\n{conversation}\n</conversation>")]
+    fenced = escape_untrusted(conversation)
+    request = [Message("user", f"<conversation>\n{fenced}\n</conversation>")]
     system = load_prompt("extract")
     items: list[ExtractedItem] | None = None
     for attempt in range(2):
@@ -228,6 +235,13 @@ def _write_items(
 ) -> None:
     dedup = _EmbeddingDedup(workspace, embedder, report.warnings) if private else None
     for item in report.items:
+        if looks_like_injection(item.text):
+            report.refused.append(item)
+            report.warnings.append(
+                "extraction: an item that reads like a prompt injection was not written: "
+                + preview(item.text)
+            )
+            continue
         try:
             if dedup is not None:
                 duplicate = dedup.find(item)

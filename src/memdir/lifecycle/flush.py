@@ -7,6 +7,12 @@ to keep. It has no tools and no file access: memdir itself appends each line to
 ``memory/YYYY-MM-DD.md`` through the shared writer (:func:`~memdir.lifecycle.write.write_memory`,
 which skips duplicates), so no other file can be touched whatever the model says.
 
+Memory is data here too: the conversation's tool results (where recalled memory comes back)
+are escaped with :func:`~memdir.untrusted.escape_untrusted` before the model reads them, and a
+line of the answer that reads like a prompt injection
+(:func:`~memdir.untrusted.looks_like_injection`) is not written but reported, so a note that
+tries to plant instructions is not copied into the log for the next session to read.
+
 When to flush is the caller's business (:func:`flush_due`, once per compaction cycle); this
 module runs the turn.
 """
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memdir.audit import audited
@@ -25,6 +31,7 @@ from memdir.lifecycle.compact import compaction_budget
 from memdir.lifecycle.write import WriteResult, write_memory
 from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
+from memdir.untrusted import escape_untrusted, looks_like_injection, preview
 from memdir.workspace import MEMORY_DIR, Workspace
 
 NO_REPLY = "NO_REPLY"
@@ -50,6 +57,7 @@ class FlushResult:
         ok: the model answered (False: ``error`` says why; nothing was written).
         no_reply: the model answered ``NO_REPLY``.
         written: the lines appended to the daily log (duplicates are reported, not written).
+        refused: lines that read like a prompt injection: not written (each is a warning too).
         warnings: lines that could not be written, and why.
         error: the provider failure, when not ``ok``.
     """
@@ -57,6 +65,7 @@ class FlushResult:
     ok: bool
     no_reply: bool = False
     written: list[WriteResult] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -146,7 +155,7 @@ def run_memory_flush(
     day = now.date().isoformat()
     daily_log = f"{MEMORY_DIR}/{day}.md"
     prompt = load_prompt("flush").replace("{{daily_log}}", daily_log).replace("{{date}}", day)
-    request = [*messages, Message("user", prompt)]
+    request = [*(_as_data(m) for m in messages), Message("user", prompt)]
     try:
         if timeout is None:
             reply = llm.complete(request, system=system, max_tokens=max_tokens)
@@ -167,10 +176,24 @@ def run_memory_flush(
     return result
 
 
+def _as_data(message: Message) -> Message:
+    """A tool result escaped like any memory text; other messages as they are."""
+    if message.role != "tool":
+        return message
+    return replace(message, content=escape_untrusted(message.content))
+
+
 def _append_lines(
     workspace: Workspace, lines: list[str], now: datetime, result: FlushResult
 ) -> None:
     for n, line in enumerate(lines[:MAX_FLUSH_SCAN]):
+        if looks_like_injection(line):
+            result.refused.append(line)
+            result.warnings.append(
+                f"memory flush: a line that reads like a prompt injection was not written: "
+                f"{preview(line)}"
+            )
+            continue
         if result.appended >= MAX_FLUSH_LINES:
             result.warnings.append(
                 f"memory flush: stopped after {MAX_FLUSH_LINES} new lines; "

@@ -16,6 +16,7 @@ from memdir.errors import ProviderResponseError
 from memdir.llm.base import LLM, Message
 from memdir.llm.prompts import load_prompt
 from memdir.rerank.base import RerankDoc
+from memdir.untrusted import escape_untrusted
 
 #: Characters of each candidate shown to the model.
 DOC_CHARS = 700
@@ -41,8 +42,10 @@ class LLMReranker:
     def rerank(self, query: str, docs: Sequence[RerankDoc]) -> list[float]:
         if not docs:
             return []
+        # The notes are memory text: escaped like everywhere else (docs/design.md#working-memory).
         listing = "\n\n".join(
-            f"[{i}] {' '.join(doc.text.split())[:DOC_CHARS]}" for i, doc in enumerate(docs, 1)
+            f"[{i}] {escape_untrusted(' '.join(doc.text.split())[:DOC_CHARS])}"
+            for i, doc in enumerate(docs, 1)
         )
         prompt = f"Question: {query}\n\nNotes:\n\n{listing}"
         reply = self.llm.complete(
