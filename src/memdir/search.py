@@ -630,11 +630,11 @@ def prefer_fresh(pool: Sequence[Candidate]) -> None:
     most likely about, ahead of an older note that says nearly the same (the port that moved,
     the tool that replaced another). Nothing changes when every candidate is fresh (a
     workspace copied in a minute ago) or none is."""
-    fresh = [c for c in pool if c.fresh and c.keyword_hit]
-    if not fresh or len(fresh) == len(pool):
+    if all(c.fresh for c in pool):
         return
-    for cand in fresh:
-        cand.score *= FRESH_BOOST
+    for cand in pool:
+        if cand.fresh and cand.keyword_hit:
+            cand.score *= FRESH_BOOST
 
 
 def _placeholder(seq: int) -> ChunkRow:

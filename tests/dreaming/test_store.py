@@ -20,6 +20,7 @@ from memdir.dreaming.store import (
     mentioned_terms,
     query_hash,
 )
+from memdir.relevance import CALIBRATIONS, Calibration, register_calibration
 from tests.helpers import write
 
 NOW = datetime(2026, 11, 30, 9, 0)
@@ -156,3 +157,23 @@ def test_an_unreadable_store_is_moved_aside(notes: Path) -> None:
         assert len(mem.recalls.entries()) == 1
     assert any("recall store was unreadable" in w for w in response.warnings)
     assert list((notes / ".memdir").glob("recall.sqlite.corrupt-*"))
+
+
+def test_with_calibrated_scores_dreaming_averages_the_hybrid_score(
+    notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dreaming's gates were set on hybrid scores: a calibrated relevance (an honest, often
+    low probability) would keep nearly every note below them."""
+    embedder = FakeEmbedder()
+    calibration = Calibration(weights={"vector": 1.0}, bias=-6.0, source="test")
+    register_calibration(embedder.provider, embedder.model_id, calibration)
+    monkeypatch.setenv("MEMDIR_NOW", "2026-11-30T09:00")
+    try:
+        with Memory(notes, embedder=embedder) as mem:
+            response = mem.search("Redis 分布式锁", min_score=0.0)
+            (entry,) = mem.recalls.entries()
+    finally:
+        del CALIBRATIONS[(embedder.provider, embedder.model_id)]
+    [hit] = [r for r in response.results if r.path == "memory/2026-11-28.md"]
+    assert response.calibrated and hit.score < 0.05 < hit.explain["fused"]
+    assert entry.max_score == pytest.approx(hit.explain["fused"], abs=1e-4)

@@ -371,7 +371,7 @@ def record_recalls(store: RecallStore, response: SearchResponse, *, now: datetim
                 r.start_line,
                 r.end_line,
                 r.snippet,
-                r.score,
+                _recall_score(r, response.calibrated),
                 concept_tags(r.snippet, response.query, response.terms),
             )
             for r in response.results
@@ -385,6 +385,16 @@ def record_recalls(store: RecallStore, response: SearchResponse, *, now: datetim
     else:
         response.warnings.extend(store.notes)
         store.notes.clear()
+
+
+def _recall_score(result: Any, calibrated: bool) -> float:
+    """The score dreaming's relevance averages: the search's hybrid (fused) score, the scale
+    OpenClaw's gates were set on. A calibrated relevance is an honest probability, often 0.2
+    for a real answer (docs/design.md#search, step 7): averaged, it would keep nearly every
+    note below the 0.75 gate."""
+    if not calibrated:
+        return float(result.score)
+    return float(result.explain.get("fused", result.score))
 
 
 def _json(items: Sequence[str]) -> str:
