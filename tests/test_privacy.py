@@ -208,3 +208,80 @@ def test_a_key_over_several_lines_is_one_secret_when_lines_are_written_one_by_on
 def test_a_key_cut_before_its_end_line_stops_at_its_body() -> None:
     cut = "\n".join(PEM.splitlines()[:2]) + "\nkeep the rest of this note"
     assert SecretGuard().redact(cut)[0] == "[REDACTED:private key]\nkeep the rest of this note"
+
+
+def test_the_flush_redacts_a_key_the_model_copied_over_several_lines(workspace) -> None:
+    from memdir.lifecycle.flush import run_memory_flush
+    from memdir.llm.base import Message
+    from memdir.llm.fake import ScriptedLLM
+
+    llm = ScriptedLLM()
+    llm.enqueue(f"- deploy key for staging:\n{PEM}\n- Redis moved to port 6380")
+    result = run_memory_flush(Workspace(workspace), [Message("user", "hi")], llm, now=NOW)
+    text = (workspace / TODAY).read_text(encoding="utf-8")
+    for line in PEM.splitlines()[1:]:
+        assert line not in text
+    assert "- [REDACTED:private key]\n" in text and "- Redis moved to port 6380\n" in text
+    assert [r.redacted for r in result.written] == [(), ("private key",), ()]
+
+
+def test_the_flush_in_refuse_mode_writes_no_line_of_the_key(workspace) -> None:
+    from memdir.lifecycle.flush import run_memory_flush
+    from memdir.llm.base import Message
+    from memdir.llm.fake import ScriptedLLM
+
+    llm = ScriptedLLM()
+    llm.enqueue(f"- deploy key for staging:\n{PEM}\n- Redis moved to port 6380")
+    ws = Workspace(workspace, secrets=SecretGuard("refuse"))
+    result = run_memory_flush(ws, [Message("user", "hi")], llm, now=NOW)
+    text = (workspace / TODAY).read_text(encoding="utf-8")
+    assert "PRIVATE KEY" not in text and PEM.splitlines()[1] not in text
+    assert "Redis moved to port 6380" in text
+    assert len([w for w in result.warnings if "private key" in w]) == 3
+
+
+def test_a_promotion_that_starts_inside_a_key_promotes_none_of_it(
+    workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memdir import FakeEmbedder
+    from tests.dreaming.factories import seed_recalls
+    from tests.helpers import write
+
+    note = "memory/2026-11-28.md"
+    body, end = PEM.splitlines()[1:]
+    write(workspace, note, f"# 2026-11-28\n\n- deploy key for staging\n{PEM}\n")
+    monkeypatch.setenv("MEMDIR_NOW", NOW.isoformat())
+    with Memory(workspace, embedder=FakeEmbedder()) as mem:
+        inside = seed_recalls(mem.recalls, note, 5, 6, f"{body}\n{end}", until=NOW)
+        whole = seed_recalls(mem.recalls, note, 3, 6, f"- deploy key for staging\n{PEM}", until=NOW)
+        report = mem.dream(apply=True)
+    outcomes = {o.key: o for o in report.promotion.outcomes}
+    assert outcomes[inside].status == "nothing new"
+    assert outcomes[whole].status == "promoted"
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert body not in text and "END RSA" not in text
+    assert "- deploy key for staging [REDACTED:private key] <!-- memdir:promoted" in text
+
+
+def test_writes_captures_and_archives_check_the_whole_text(memory, workspace) -> None:
+    from memdir.lifecycle.archive import archive_session
+    from memdir.llm.base import Message
+
+    written = memory.write(f"the staging deploy key:\n{PEM}")
+    assert written.redacted == ("private key",)
+    captured = AutoCapture(Workspace(workspace)).consider(f"Remember this key:\n{PEM}", now=NOW)
+    assert captured is not None and captured.redacted == ("private key",)
+    archived = archive_session(
+        Workspace(workspace),
+        [Message("user", f"the key\n{PEM}\nand postgresql://admin:{DB_URL_PASSWORD}@db:5432/app")],
+        session_id="s2",
+        started_at=NOW,
+        now=NOW,
+        llm=None,
+    )
+    assert archived is not None
+    for rel in (written.path, TODAY, archived.path):
+        text = (workspace / rel).read_text(encoding="utf-8")
+        assert kept_parts(PEM.splitlines()[1], text) == [] and "END RSA" not in text
+        assert "[REDACTED:private key]" in text
+    assert kept_parts(DB_URL_PASSWORD, (workspace / archived.path).read_text("utf-8")) == []
