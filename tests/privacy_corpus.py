@@ -189,6 +189,10 @@ NORMAL: list[str] = [
     "Clone with ssh://git@example.com:2222/team/repo.git",
     "Profile at https://example.com/@alice, mail alice@example.com",
     "Our client secret expires on 2026-12-01; rotate it before then",
+    # Lines of code pasted into a note.
+    'url += f"?token={token}"',
+    "tiktoken = _tiktoken()",
+    "if parts.password is None:",
 ]
 
 

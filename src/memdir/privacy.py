@@ -78,7 +78,7 @@ _KEY_WORDS = (
     r"|(?:access|auth(?:orization)?|refresh)[ _-]?token|token"
 )
 _ZH_PASSWORD = r"密码|口令|登录密码|支付密码|开机密码|PIN码"
-_ZH_KEY = r"密钥|秘钥|私钥|令牌|访问令牌|api ?key|token"
+_ZH_KEY = r"密钥|秘钥|私钥|令牌|访问令牌"
 #: What joins a keyword to its value ("is", "was changed to", ":"…); the longer phrases first,
 #: so that "password is now X" reads "is now", not "is" with the value "now".
 _SAY = (
@@ -124,7 +124,8 @@ def _unquote(value: str) -> str:
 def _looks_like_password(value: str) -> bool:
     """A value after "password is": anything but an ordinary word of a sentence."""
     value = _unquote(value)
-    return len(value) >= 4 and value.lower() not in _NOT_A_VALUE and not _only_cjk(value)
+    word = value.rstrip(".:").lower()  # "if password is None:"
+    return len(value) >= 4 and word not in _NOT_A_VALUE and not _only_cjk(value)
 
 
 def _looks_like_credential(value: str) -> bool:
@@ -312,9 +313,17 @@ DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "secret key",
-        _rx(rf"(?i)(?:{_ZH_KEY})\s*{_ZH_SAY}\s*{_ZH_VALUE}"),
+        _rx(rf"(?:{_ZH_KEY})\s*{_ZH_SAY}\s*{_ZH_VALUE}"),
         1,
         _looks_like_credential,
+    ),
+    # "token是…", "api key：…" in a Chinese sentence: the English words ask for a machine-made
+    # value, as they do in English ("token = {token}" in a pasted line of code is no secret).
+    _Detector(
+        "secret key",
+        _rx(rf"(?i)(?:api ?key|token)\s*{_ZH_SAY}\s*{_ZH_VALUE}"),
+        1,
+        _looks_like_key,
     ),
     # Chinese needs no verb: "数据库的密码Xk9#2024", "密码 Xk9#2024" (the value decides).
     _Detector(
@@ -325,7 +334,7 @@ DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "secret key",
-        _rx(rf"(?:密钥|秘钥|私钥|令牌)[ \t]*{_ZH_VALUE}"),
+        _rx(rf"(?:{_ZH_KEY})[ \t]*{_ZH_VALUE}"),
         1,
         _looks_like_credential,
     ),
