@@ -138,11 +138,11 @@ def detect_secrets_detector() -> Callable[[list[str]], set[int]] | None:
     return detect
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="the shared data folder")
     parser.add_argument("--show", type=int, default=15, help="flagged normal lines to print")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     corpora = normal_corpus(args.data)
     documents = normal_documents(args.data)
     detectors = {"memdir": memdir_detector()}
@@ -171,9 +171,9 @@ def main() -> None:
         ms = 1000 * (time.perf_counter() - started) / max(1, lines_total) * 1000
         print(f"| {name} | " + " | ".join(cells) + f" | {ms:.1f} |")
         flagged_by[name] = flagged
-    print("\nmemdir on whole texts (flagged / texts):\n")
-    print("| " + " | ".join(documents) + " |")
-    print("|" + "---|" * len(documents))
+    print("\nWhole texts (flagged / texts), as memdir's writers check them:\n")
+    print("| whole texts | " + " | ".join(documents) + " |")
+    print("|---|" + "---|" * len(documents))
     whole = memdir_detector()
     flagged_texts: list[tuple[str, str]] = []
     cells = []
@@ -181,7 +181,7 @@ def main() -> None:
         bad = [(corpus, texts[n]) for n in sorted(whole(texts))]
         flagged_texts.extend(bad)
         cells.append(f"{len(bad)}/{len(texts)}")
-    print("| " + " | ".join(cells) + " |")
+    print("| memdir | " + " | ".join(cells) + " |")
     for name, flagged in flagged_by.items():
         print(f"\n## Normal lines flagged by {name} ({len(flagged)})\n")
         for corpus, line in flagged[: args.show]:
@@ -192,7 +192,8 @@ def main() -> None:
         for finding in guard.find(text):
             around = text[max(0, finding.start - 60) : finding.end + 20]
             print(f"- [{corpus}] {finding.kind}: `{' '.join(around.split())[:140]}`")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
