@@ -136,6 +136,9 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"记住我的 GitHub 令牌：{GITHUB_CLASSIC}", GITHUB_CLASSIC, "GitHub token"),
     ("数据库连接串 mysql://root:Pa55word@127.0.0.1/shop", "Pa55word", "password in a URL"),
     *ROUND2,
+    # Found while fixing round 2: "is" / "was" was read before "is now" / "was changed to".
+    ("the wifi password is now Blue-Whale-77", "Blue-Whale-77", "password"),
+    ("password was changed to Hunter-2024", "Hunter-2024", "password"),
 ]
 
 #: Ordinary notes (hashes, URLs, ports, versions, sentences about passwords) that must stay.
