@@ -184,6 +184,21 @@ def test_an_aws_secret_is_found_beside_its_key_id_but_a_commit_hash_is_not() -> 
     )
 
 
+@pytest.mark.parametrize(
+    "keyword",
+    [
+        *("password", "Passwd", "passphrase", "pass code", "passcode", "pwd", "PIN", "pin code"),
+        *("pin number", "credentials", "wifi pass", "db_pass", "api key", "API_SECRET"),
+        *("client secret", "secret", "secret access key", "storage key", "access token"),
+        *("auth token", "authorization token", "refresh token", "token"),
+    ],
+)
+def test_every_keyword_leads_to_its_value(keyword: str) -> None:
+    text, kinds = SecretGuard().redact(f"the {keyword} is Tr0ub4dor3xK9mQ2zL, noted")
+    assert text.startswith(f"the {keyword} is [REDACTED:") and text.endswith("], noted")
+    assert kinds in (["password"], ["secret key"])
+
+
 def test_redacting_twice_changes_nothing_more() -> None:
     guard = SecretGuard()
     for text, _secret, _kind in SECRETS:

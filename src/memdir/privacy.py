@@ -65,6 +65,9 @@ class _Detector:
     group: int = 0
     #: Extra check of the secret's text (False: not a secret after all).
     check: Callable[[str], bool] | None = None
+    #: Lowercase words one of which the text must hold for the pattern to be tried at all: the
+    #: keyword phrases are the slowest patterns and most texts name no password or key.
+    hints: tuple[str, ...] = ()
 
 
 _PASSWORD_WORDS = (
@@ -72,6 +75,8 @@ _PASSWORD_WORDS = (
     # "pass" alone is an ordinary word ("boarding pass: 12B"); after a place to log in it is not
     r"|(?:wi-?fi|wlan|router|login|admin|root|db|database|e-?mail|account|vpn|ssh|ftp)[ _-]?pass"
 )
+#: One of these is in every word of :data:`_PASSWORD_WORDS` (see :attr:`_Detector.hints`).
+_PASSWORD_HINTS = ("pass", "pwd", "pin", "credential")
 _KEY_WORDS = (
     r"api[ _-]?(?:key|secret)|(?:client|app|consumer|shared)[ _-]?secret"
     r"|secret(?:[ _-]access)?(?:[ _-]key)?|(?:storage|account|access|signing|encryption)[ _-]key"
@@ -291,6 +296,7 @@ DETECTORS: tuple[_Detector, ...] = (
         ),
         1,
         _looks_like_password,
+        _PASSWORD_HINTS,
     ),
     # No "is" or ":", but quotes: "the wifi password 'hunter2-Blue!'".
     _Detector(
@@ -298,6 +304,7 @@ DETECTORS: tuple[_Detector, ...] = (
         _rx(rf"(?i)\b(?:{_PASSWORD_WORDS})[ \t]+({_QUOTED})"),
         1,
         _looks_like_credential,
+        _PASSWORD_HINTS,
     ),
     _Detector(
         "password",
@@ -310,6 +317,7 @@ DETECTORS: tuple[_Detector, ...] = (
         _rx(rf"(?i)\b(?:{_KEY_WORDS})\b(?:\s*{_SAY}\s*|[ \t]+){_VALUE}"),
         1,
         _looks_like_key,
+        ("key", "secret", "token"),
     ),
     _Detector(
         "secret key",
@@ -382,8 +390,11 @@ class SecretGuard:
         # The spans taken so far, disjoint and sorted: an overlap is checked with a bisection
         # (a long archive can hold thousands of findings).
         taken = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
+        lowered = text.lower()
         found: list[Finding] = []
         for detector in self.detectors:
+            if detector.hints and not any(hint in lowered for hint in detector.hints):
+                continue
             for match in detector.pattern.finditer(text):
                 start, end = match.span(detector.group)
                 if start < 0 or end <= start:
