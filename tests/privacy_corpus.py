@@ -192,6 +192,8 @@ NORMAL: list[str] = [
     "Clone with ssh://git@example.com:2222/team/repo.git",
     "Profile at https://example.com/@alice, mail alice@example.com",
     "Our client secret expires on 2026-12-01; rotate it before then",
+    "A PEM key starts with -----BEGIN PRIVATE KEY----- and ends with its END line",
+    "the admin password: ******** (masked in the screenshot)",
     # Lines of code pasted into a note.
     'url += f"?token={token}"',
     "tiktoken = _tiktoken()",

@@ -130,7 +130,9 @@ def _looks_like_password(value: str) -> bool:
     """A value after "password is": anything but an ordinary word of a sentence."""
     value = _unquote(value)
     word = value.rstrip(".:").lower()  # "if password is None:"
-    return len(value) >= 4 and word not in _NOT_A_VALUE and not _only_cjk(value)
+    # A masked or elided value ("password: ********", "password is '… …'") holds no secret.
+    masked = len(value.strip("….*· ")) < 4
+    return len(value) >= 4 and not masked and word not in _NOT_A_VALUE and not _only_cjk(value)
 
 
 def _looks_like_credential(value: str) -> bool:
@@ -183,11 +185,12 @@ def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
-#: A PEM body without its END line (a cut text): base64 runs and ``Proc-Type:`` headers, one a
-#: line, the lines split by newlines or by ``\n`` escapes (a key inside JSON).
+#: A PEM body without its END line (a cut text): ``Proc-Type:`` headers and base64 runs, one a
+#: line, the lines split by newlines or by ``\n`` escapes (a key inside JSON). A BEGIN line with
+#: no body is a header named in prose, not a key.
 _PEM_BODY = (
-    r"(?:(?:\s|\\n)+"
-    r"(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]{2,15}={1,2}|[A-Za-z-]+: ?[^\s\\]+))*"
+    r"(?:(?:\s|\\n)+(?:Proc-Type|DEK-Info): ?[^\s\\]+)*"
+    r"(?:(?:\s|\\n)+(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]{2,15}={1,2}))+"
 )
 _AWS_KEY_ID = r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[A-Z0-9]{16}\b"
 _AWS_SECRET = r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
