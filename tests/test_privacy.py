@@ -170,6 +170,13 @@ def test_a_url_password_goes_whole_and_the_user_and_host_stay() -> None:
     assert SecretGuard().redact(text)[0] == (
         "orders live at postgresql://admin:[REDACTED:password in a URL]@db.internal:5432/app"
     )
+    # At the end of a sentence, and with an e-mail address in the query.
+    assert SecretGuard().redact(f"it is ftp://me:{DB_URL_PASSWORD}@files.lan: the NAS")[0] == (
+        "it is ftp://me:[REDACTED:password in a URL]@files.lan: the NAS"
+    )
+    assert SecretGuard().redact("https://bot:Hu9-x!@ci.lan/hook?to=ops@acme.io")[0] == (
+        "https://bot:[REDACTED:password in a URL]@ci.lan/hook?to=ops@acme.io"
+    )
 
 
 def test_an_aws_secret_is_found_beside_its_key_id_but_a_commit_hash_is_not() -> None:
