@@ -36,6 +36,64 @@ PEM = (
     "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4r0tTB0Yz8v5Ykgn3wxJ8pW1Q\n"
     "-----END RSA PRIVATE KEY-----"
 )
+SLACK_APP = "xa" + "pp-1-A0123456789-1234567890123-" + "0123456789abcdef" * 4
+NPM = _fake("np" + "m_", 36)
+AZURE_KEY = _fake("", 86, _B62 + "+/") + "=="
+AZURE_CLIENT = "xY7" + "8Q~" + _fake("", 30) + "~a_b"
+#: A client secret in the older format (no ``Q~``): found by its "client secret" context.
+AZURE_CLIENT_OLD = "Kd8~" + _fake("", 30) + ".x-9~Zq"
+GCP_KEY_ID = ("0123456789abcdef" * 3)[:40]
+GCP_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+GCP_PEM = "-----BEGIN " + "PRIVATE KEY-----\\n" + GCP_BODY + "\\n-----END PRIVATE KEY-----\\n"
+GOOGLE_OAUTH = "GOC" + "SPX-" + _fake("", 28)
+DB_URL_PASSWORD = "Xk9@2024!"
+
+#: The secrets that issue 27's probe found kept under the default ``redact``:
+#: ``(text, the secret that must not survive, kind)``.
+ROUND2: list[tuple[str, str, str]] = [
+    (f"the AWS secret is {AWS_SECRET}", AWS_SECRET, "AWS secret access key"),
+    (
+        f"Access key ID,Secret access key\n{AWS_KEY_ID},{AWS_SECRET}",
+        AWS_SECRET,
+        "AWS secret access key",
+    ),
+    (
+        "the billing secret access key is 8f3kD92jsLq0Pz7XvB4nM1cR5tY6uW2e",
+        "8f3kD92jsLq0Pz7XvB4nM1cR5tY6uW2e",
+        "secret key",
+    ),
+    ("secret key: 7Hq2Lm9Xw4Rt8Kp3Zs6Vb1Nc", "7Hq2Lm9Xw4Rt8Kp3Zs6Vb1Nc", "secret key"),
+    ("the api secret Qw3rTy8uIo2pAs5dFg7hJk9l", "Qw3rTy8uIo2pAs5dFg7hJk9l", "secret key"),
+    ("数据库密码是：Xk9#2024pass", "Xk9#2024pass", "password"),
+    ("数据库的密码Lp7$Qz3wRt", "Lp7$Qz3wRt", "password"),
+    ("密码 Mn4%Vb8nXc 别外传", "Mn4%Vb8nXc", "password"),
+    ("VPN 口令是 Gh5^Jk2mPq", "Gh5^Jk2mPq", "password"),
+    ("测试服务器的秘钥是 Ab3dEf9hJk2L", "Ab3dEf9hJk2L", "secret key"),
+    ("对象存储的密钥是：Zx8-Cv2Bn6Mq4", "Zx8-Cv2Bn6Mq4", "secret key"),
+    (f"socket mode uses {SLACK_APP}", SLACK_APP, "Slack token"),
+    (
+        f"orders live at postgresql://admin:{DB_URL_PASSWORD}@db.internal:5432/app",
+        DB_URL_PASSWORD,
+        "password in a URL",
+    ),
+    ("wifi pass: 'hunter2-Blue!'", "hunter2-Blue!", "password"),
+    ("the guest wifi password 'Blue-Whale-77' is on the card", "Blue-Whale-77", "password"),
+    ("the NAS password is 'correct horse 42 battery'", "horse 42 battery", "password"),
+    (f"AccountKey={AZURE_KEY}", AZURE_KEY, "Azure access key"),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acmelogs;"
+        f"AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+        AZURE_KEY,
+        "Azure access key",
+    ),
+    (f"the app registration's secret: {AZURE_CLIENT}", AZURE_CLIENT, "Azure client secret"),
+    (f"Azure AD client secret {AZURE_CLIENT_OLD}", AZURE_CLIENT_OLD, "secret key"),
+    (f"publish with {NPM}", NPM, "npm token"),
+    (f'"private_key_id": "{GCP_KEY_ID}",', GCP_KEY_ID, "GCP private key id"),
+    (f'"private_key": "{GCP_PEM}",', GCP_BODY, "private key"),
+    (f"OAuth client secret {GOOGLE_OAUTH}", GOOGLE_OAUTH, "Google OAuth secret"),
+    (f"deploy key:\n{PEM}\nkeep it safe", PEM.splitlines()[1], "private key"),
+]
 
 #: ``(text, the secret that must not survive, kind)``.
 SECRETS: list[tuple[str, str, str]] = [
@@ -77,6 +135,10 @@ SECRETS: list[tuple[str, str, str]] = [
     ("测试环境的密钥是 4f3c2a1b9d8e7f6a5b4c3d2e", "4f3c2a1b9d8e7f6a5b4c3d2e", "secret key"),
     (f"记住我的 GitHub 令牌：{GITHUB_CLASSIC}", GITHUB_CLASSIC, "GitHub token"),
     ("数据库连接串 mysql://root:Pa55word@127.0.0.1/shop", "Pa55word", "password in a URL"),
+    *ROUND2,
+    # Found while fixing round 2: "is" / "was" was read before "is now" / "was changed to".
+    ("the wifi password is now Blue-Whale-77", "Blue-Whale-77", "password"),
+    ("password was changed to Hunter-2024", "Hunter-2024", "password"),
 ]
 
 #: Ordinary notes (hashes, URLs, ports, versions, sentences about passwords) that must stay.
@@ -109,4 +171,40 @@ NORMAL: list[str] = [
     "Our token budget is 8,000 tokens per batch",
     "Password is too short: at least 12 characters",
     "The passphrase is in the safe",
+    # Near misses of the round-2 detectors (issue 27).
+    "密码忘了，明天去重置",
+    "改密码要先登录再验证",
+    "数据库的密码要定期更换",
+    "密码学是研究加密的学科，RSA2048 是一种算法",
+    "密码用 SHA256 加密后保存",
+    "密钥是什么时候过期的？",
+    "令牌桶算法限制每秒 100 个请求",
+    "口令忘记了找管理员",
+    "My boarding pass: seat 12B, gate 5",
+    "The secret access key is stored in Vault, not in the repo",
+    "The api secret rotation runs on the first Monday",
+    "Remember the secret: practice daily, rest on Sundays",
+    "the wifi password 'on the fridge' is what she wrote",
+    "The form asks for the password 'twice' to confirm it",
+    "AccountKey=<your key> goes in the connection string",
+    "npm_config_cache points at ~/.npm",
+    "private_key_id is one of the fields of the JSON key file",
+    "Clone with ssh://git@example.com:2222/team/repo.git",
+    "Profile at https://example.com/@alice, mail alice@example.com",
+    "Our client secret expires on 2026-12-01; rotate it before then",
+    "A PEM key starts with -----BEGIN PRIVATE KEY----- and ends with its END line",
+    "the admin password: ******** (masked in the screenshot)",
+    # Lines of code pasted into a note.
+    'url += f"?token={token}"',
+    "tiktoken = _tiktoken()",
+    "if parts.password is None:",
 ]
+
+
+def kept_parts(secret: str, text: str) -> list[str]:
+    """The pieces of ``secret`` still in ``text``: each run of 5 characters (8 for a secret of
+    16 or more; the whole secret when shorter), so that a secret redacted only in part (the
+    half of a password before an ``@``) is caught, not only one kept whole."""
+    size = min(len(secret), 5 if len(secret) < 16 else 8)
+    pieces = {secret[i : i + size] for i in range(len(secret) - size + 1)}
+    return sorted(piece for piece in pieces if piece in text)

@@ -219,3 +219,19 @@ def test_write_search_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     rows = table_rows(capsys.readouterr().out, "| server")
     [row] = rows.values()
     assert row["found"] == "2/2"
+
+
+@pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
+def test_secrets_fp_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    """The secrets corpus, the normal notes line by line and whole: every secret removed, no
+    normal line or text flagged (the figures docs/reliability.md quotes)."""
+    from tests.privacy_corpus import SECRETS
+
+    assert load_script("secrets_fp").main(["--data", str(DATA)]) == 0
+    out = capsys.readouterr().out
+    row = table_rows(out, "| detector")["memdir"]
+    assert row["secrets found (removed whole)"] == f"{len(SECRETS)}/{len(SECRETS)} ({len(SECRETS)})"
+    assert row["LoCoMo turns (en)"].startswith("0/")
+    whole = table_rows(out, "| whole texts")["memdir"]
+    assert whole["LoCoMo turns (en)"] == "0/272"
+    assert "Secrets found by memdir in whole normal texts (0 texts)" in out

@@ -20,7 +20,9 @@ For each selected entry:
    any line there) or taken earlier in the run is dropped; an entry left with nothing to add is
    "nothing new" (and counts as promoted: its content is in MEMORY.md or is generated text).
 7. Each remaining block becomes ``- text <!-- memdir:promoted PATH#La-Lb key=KEY -->`` in the
-   block of the day (:mod:`memdir.dreaming.budget`), then the budget is enforced.
+   block of the day (:mod:`memdir.dreaming.budget`), then the budget is enforced. Its text has
+   every secret redacted (:mod:`memdir.privacy`), found on the whole note: a block inside a
+   private key is redacted even though its lines alone look like nothing.
 
 Writing MEMORY.md: under the workspace's memory write lock (the one ``memory_write`` takes,
 :func:`memdir.lifecycle.write.memory_write_lock`), read → modify → check the file did not change
@@ -34,7 +36,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -256,6 +258,9 @@ def plan_promotions(
         outcome.start_line, outcome.end_line = found
         outcome.moved = found != (entry.start_line, entry.end_line)
         blocks = note_blocks(entry.path, lines, *found, skip=generated_indexes(lines))
+        # Secrets are found on the whole note, not block by block: a snippet may start inside a
+        # private key, whose body lines say nothing alone. MEMORY.md gets no secret either.
+        clean = [line for line, _ in workspace.secrets.redact_lines(lines)]
         if entry.tags:
             terms = [stem(tag) for tag in entry.tags]  # as query_terms gave them
             about = [b for b in blocks if mentioned_terms(b.text, terms)]
@@ -263,14 +268,14 @@ def plan_promotions(
         for block in blocks:
             if forgotten and forget_key(block.text) in forgotten:
                 continue
-            if looks_like_injection(block.text):
-                outcome.refused.append(block)
+            text = block_text(clean[block.start_line - 1 : block.end_line])
+            if looks_like_injection(text):
+                outcome.refused.append(replace(block, text=text))  # reported: no secret in it
                 continue
-            tokens = similarity_tokens(block.text)
+            tokens = similarity_tokens(text)
             if not tokens or any(jaccard(tokens, other) >= DEDUPE_JACCARD for other in seen):
                 continue
             seen.append(tokens)
-            text = workspace.secrets.redact(block.text)[0]  # MEMORY.md gets no secret either
             line = render_entry(text, block.path, block.start_line, block.end_line, entry.key)
             outcome.lines.append(line)
             new_lines.append(line)

@@ -5,7 +5,9 @@ save what matters.
 It sees the conversation plus the ``flush`` prompt and answers either ``NO_REPLY`` or the lines
 to keep. It has no tools and no file access: memdir itself appends each line to
 ``memory/YYYY-MM-DD.md`` through the shared writer (:func:`~memdir.lifecycle.write.write_memory`,
-which skips duplicates), so no other file can be touched whatever the model says.
+which skips duplicates), so no other file can be touched whatever the model says. The lines are
+checked for secrets together before the first is written (:mod:`memdir.privacy`), so a private
+key the model copied over several lines is redacted whole.
 
 Memory is data here too: the conversation's tool results (where recalled memory comes back)
 are escaped with :func:`~memdir.untrusted.escape_untrusted` before the model reads them, and a
@@ -31,6 +33,7 @@ from memdir.lifecycle.compact import compaction_budget
 from memdir.lifecycle.write import WriteResult, write_memory
 from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
+from memdir.privacy import refusal
 from memdir.untrusted import escape_untrusted, looks_like_injection, preview
 from memdir.workspace import MEMORY_DIR, Workspace
 
@@ -186,7 +189,13 @@ def _as_data(message: Message) -> Message:
 def _append_lines(
     workspace: Workspace, lines: list[str], now: datetime, result: FlushResult
 ) -> None:
-    for n, line in enumerate(lines[:MAX_FLUSH_SCAN]):
+    guard = workspace.secrets
+    # The lines are checked together before any is written: a secret that runs over several
+    # lines (a PEM private key) is one secret, and none of its lines may slip through alone.
+    # The injection check then reads the redacted lines, so a refused line reported in a
+    # warning shows no secret either.
+    checked = guard.redact_lines(lines[:MAX_FLUSH_SCAN])
+    for n, (line, kinds) in enumerate(checked):
         if looks_like_injection(line):
             result.refused.append(line)
             result.warnings.append(
@@ -200,10 +209,17 @@ def _append_lines(
                 f"{len(lines) - n} more were not written"
             )
             return
+        if kinds and guard.action == "refuse":
+            result.warnings.append(f"memory flush: a line was not written: {refusal(kinds)}")
+            continue
+        if not line.strip():
+            continue  # the line was all secret (the body of a key): its marker is on another
         try:
-            result.written.append(write_memory(workspace, line, target="daily", now=now))
+            written = write_memory(workspace, line, target="daily", now=now, redacted=kinds)
         except MemdirError as exc:
             result.warnings.append(f"memory flush: a line was not written: {exc}")
+            continue
+        result.written.append(written)
     if len(lines) > MAX_FLUSH_SCAN:
         result.warnings.append(
             f"memory flush: only the first {MAX_FLUSH_SCAN} of {len(lines)} lines were read"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
@@ -152,6 +152,7 @@ def write_memory(
     section: str | None = None,
     now: datetime,
     via: str | None = None,
+    redacted: Sequence[str] = (),
 ) -> WriteResult:
     """Append ``text`` to today's daily log, or add it to the MEMORY.md ``section``.
 
@@ -164,6 +165,9 @@ def write_memory(
         now: the current time (its date picks the daily log).
         via: what asked for the write, for the audit record (``MCP memory_write``); part of the
             caller's operation when one is open (a flush, an extraction).
+        redacted: kinds of secret the caller already replaced in ``text`` (a flush checks its
+            whole reply first: :meth:`~memdir.privacy.SecretGuard.redact_lines`), reported
+            with those found here.
 
     Returns:
         Where the fact was written, or the line it duplicates.
@@ -175,7 +179,8 @@ def write_memory(
     """
     check_target(target, section)
     # Every automatic write comes through here: the secrets check is applied once, first.
-    fact, redacted = workspace.secrets.check_fact(normalise_memory_text(text))
+    fact, found = workspace.secrets.check_fact(normalise_memory_text(text))
+    kinds = [*redacted, *found]
     with audited(workspace, "write", via=via) as op:
         try:
             if op.component == "write" and via:
@@ -186,13 +191,13 @@ def write_memory(
                 result = _write_daily(workspace, fact, now.date().isoformat())
         except OSError as exc:
             raise WorkspaceError(f"cannot write memory: {exc.strerror or exc}") from exc
-    if not redacted:
+    if not kinds:
         return result
     note = (
-        f"; redacted {describe_kinds(redacted)}: memdir does not store secrets, so the value "
+        f"; redacted {describe_kinds(kinds)}: memdir does not store secrets, so the value "
         "was replaced by [REDACTED]"
     )
-    return replace(result, reason=result.reason + note, redacted=tuple(redacted))
+    return replace(result, reason=result.reason + note, redacted=tuple(kinds))
 
 
 def _write_daily(workspace: Workspace, fact: str, day: str) -> WriteResult:
