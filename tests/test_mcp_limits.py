@@ -67,17 +67,20 @@ def test_a_slow_call_times_out_and_does_not_stall_reads(memory, workspace, monke
         tools.call("memory_search", {"query": "walrus"})
     # The slow search still holds the index lock: a read of a file does not need it...
     assert tools.call("memory_get", {"path": "memory/ok.md"})["text"]
-    # ...and another index call waits at most its time limit, then says why.
+    # ...and the next index calls go on with a fresh memory of the same workspace (before,
+    # every later call answered "busy" for the server's whole life).
+    assert tools.memory is not memory
     started = time.monotonic()
-    with pytest.raises(MemdirError, match=r"busy|took longer"):
-        tools.call("memory_write", {"text": "The heron nests by the pond"})
+    assert tools.call("memory_write", {"text": "The heron nests by the pond"})["written"]
+    assert tools.call("memory_search", {"query": "heron pond"})["results"]
     assert time.monotonic() - started < 10
     release.set()
     # Let the timed-out search finish before the fixture closes the index under it (closing a
     # SQLite connection another thread is using can crash the interpreter).
     for thread in threading.enumerate():
-        if thread.name.startswith("memdir memory_"):  # the search, and the write behind it
+        if thread.name.startswith("memdir memory_"):  # the abandoned search
             thread.join(30)
+    tools.memory.close()
 
 
 def test_resources_are_capped(memory, workspace) -> None:

@@ -16,6 +16,10 @@ from memdir.errors import MemdirError
 T = TypeVar("T")
 
 
+class CallTimedOut(MemdirError):
+    """The work took longer than its limit; it goes on in the background."""
+
+
 def run_with_timeout(fn: Callable[[], T], seconds: float, name: str, *, hint: str = "") -> T:
     """``fn()`` on its own thread, waited for at most ``seconds``.
 
@@ -26,7 +30,7 @@ def run_with_timeout(fn: Callable[[], T], seconds: float, name: str, *, hint: st
         hint: added to the message when the limit passes (what to do next).
 
     Raises:
-        MemdirError: it took longer (``"<name> took longer than N s<hint>"``).
+        CallTimedOut: it took longer (``"<name> took longer than N s<hint>"``).
     """
     box: dict[str, Any] = {}
 
@@ -40,7 +44,7 @@ def run_with_timeout(fn: Callable[[], T], seconds: float, name: str, *, hint: st
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
-        raise MemdirError(f"{name} took longer than {seconds:g} s{hint}")
+        raise CallTimedOut(f"{name} took longer than {seconds:g} s{hint}")
     if "error" in box:
         raise box["error"]
     value: T = box["value"]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir import __version__
 from memdir.clock import now
-from memdir.deadline import run_with_timeout
+from memdir.deadline import CallTimedOut, run_with_timeout
 from memdir.errors import MemdirError, PathNotAllowed, ProviderUnavailable
 from memdir.memory import Memory
 from memdir.tools import MAX_GET_CHARS, SERVER_INSTRUCTIONS, call_tool, memory_tools
@@ -114,11 +114,18 @@ class MemoryTools:
         run = partial(call_tool, self.memory, name, arguments, via=f"MCP {name}", offered=offered)
         job = partial(retry_when_busy, run)
         if name not in _LOCK_FREE:
-            job = partial(self._locked, name, job)
-        return cap_reply(name, run_with_timeout(job, self.timeout, name, hint=_ABANDONED))
+            job = partial(self._locked, self.lock, name, job)
+        try:
+            return cap_reply(name, run_with_timeout(job, self.timeout, name, hint=_ABANDONED))
+        except CallTimedOut:
+            if name not in _LOCK_FREE:
+                self._start_over(name)
+            raise
 
-    def _locked(self, name: str, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        if not self.lock.acquire(timeout=self.timeout):
+    def _locked(
+        self, lock: threading.Lock, name: str, job: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        if not lock.acquire(timeout=self.timeout):
             raise MemdirError(
                 f"{name}: memory is busy with another call (waited {self.timeout:.0f} s); "
                 "try again in a moment"
@@ -126,7 +133,23 @@ class MemoryTools:
         try:
             return job()
         finally:
-            self.lock.release()
+            lock.release()
+
+    def _start_over(self, name: str) -> None:
+        """A call past its time limit goes on in the background (a thread cannot be
+        stopped), holding the lock and the index connection it started with: the next calls
+        get a new :class:`Memory` of the same workspace (:meth:`Memory.reopen`) and a lock of
+        their own, so one stuck call cannot leave every later one "busy" for the server's
+        whole life. The abandoned call finishes, or not, on what it had."""
+        try:
+            fresh = self.memory.reopen()
+        except MemdirError as exc:
+            log.warning(
+                "memdir: %s was abandoned and the memory could not be reopened: %s", name, exc
+            )
+            return
+        self.memory, self.lock = fresh, threading.Lock()
+        log.warning("memdir: %s was abandoned; later calls use a fresh index connection", name)
 
     # -- resources ------------------------------------------------------------------------
 

@@ -109,6 +109,18 @@ class Memory(BrowseMixin, GovernanceMixin):
         self.recalls = RecallStore(self.index.dir / RECALL_NAME)
         self._background: BackgroundEmbedder | None = None
 
+    def reopen(self) -> Memory:
+        """A new :class:`Memory` of the same workspace, settings, providers and scope, with
+        an index connection of its own (no background embedder): what a server goes on with
+        when a call it abandoned still holds this one."""
+        return Memory(
+            self.workspace.root,
+            config=self.config,
+            embedder=self.embedder,
+            reranker=self.reranker,
+            scope=self.scope,
+        )
+
     def _open_index(self) -> IndexManager:
         """An index manager (one connection) for this workspace and embedder."""
         return IndexManager(
