@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from memdir import clock
 from memdir.config import (
+    MAX_CONFIG_BYTES,
     ChunkingConfig,
     Config,
     SearchConfig,
+    _read_toml,
     default_workspace,
     load_config,
     memdir_home,
@@ -347,3 +351,19 @@ def test_workspace_may_choose_a_local_embedder(workspace, provider):
     workspace_config(workspace, f'[embedding]\nprovider = "{provider}"\n')
 
     assert load_config(workspace).embedding.provider == provider
+
+
+def test_a_linked_config_is_read_and_a_huge_or_special_one_is_not(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "memdir.toml"
+    real.parent.mkdir()
+    real.write_text("[search]\nmax_results = 9\n", encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").symlink_to(real)
+    assert _read_toml(home / "config.toml") == {"search": {"max_results": 9}}
+    real.write_text("# " + "x" * (MAX_CONFIG_BYTES + 10) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="larger than"):
+        _read_toml(home / "config.toml")
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    assert _read_toml(fifo) == {}  # never opened: a FIFO would block the read

@@ -37,6 +37,7 @@ from memdir.config_choices import (
 )
 from memdir.config_trust import check_workspace_config
 from memdir.errors import ConfigError, ProviderUnavailable
+from memdir.fileio import read_regular_file
 
 
 @dataclass(frozen=True)
@@ -529,12 +530,19 @@ def resolve_api_key(value: str, *, what: str) -> str:
         raise ProviderUnavailable(f"{exc}: export {value[4:]}=… or change {what}") from exc
 
 
+#: A config file larger than this is refused (one is a few KiB; nothing read may not end).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.is_file():  # absent, or not a regular file (a FIFO would block the read)
         return {}
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        # A linked config (dotfile managers link it) is read where the link points.
+        data = read_regular_file(path.resolve(), limit=MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; not read")
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:
