@@ -156,16 +156,22 @@ def test_every_writer_refuses_a_folder_made_read_only(ws: Path) -> None:
 def test_memory_write_over_mcp_says_the_workspace_is_read_only(
     ws: Path, isolated_env: Path
 ) -> None:
-    prefix = read_only_mount(ws)
+    check_mcp_write_refused(read_only_mount(ws), ws, isolated_env)
+
+
+def check_mcp_write_refused(prefix: list[str], ws: Path, home: Path) -> None:
+    """``memory_write`` through a real ``memdir serve`` run under ``prefix``: a tool error
+    saying the workspace is read-only; a search still works; nothing changes."""
+    command = [*prefix, sys.executable, "-m", "memdir", "--workspace", str(ws), "serve"]
     params = StdioServerParameters(
-        command=prefix[0],
-        args=[*prefix[1:], sys.executable, "-m", "memdir", "--workspace", str(ws), "serve"],
-        env={"MEMDIR_HOME": str(isolated_env), "PATH": os.environ.get("PATH", "")},
+        command=command[0],
+        args=command[1:],
+        env={"MEMDIR_HOME": str(home), "PATH": os.environ.get("PATH", "")},
     )
     before = snapshot(ws)
 
     async def main() -> None:
-        with (isolated_env / "server-stderr.log").open("w") as errlog:
+        with (home / "server-stderr.log").open("w") as errlog:
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
                 ClientSession(read, write) as client,
