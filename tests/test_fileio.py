@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from memdir.errors import PathNotAllowed, WorkspaceError
+from memdir.errors import PathNotAllowed, ReadOnly, WorkspaceError
 from memdir.fileio import (
     TEMP_NAME_RE,
     append_whole,
     atomic_write,
     clean_stale_temp_files,
+    folder_read_only,
     locked_append,
+    read_only_error,
     read_regular_file,
 )
 
@@ -126,6 +128,46 @@ def test_locked_append_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(PathNotAllowed, match="FIFO"):
         locked_append(fifo, "entry\n", lock_dir=tmp_path / "locks")
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o464, 0o555])
+def test_a_file_made_read_only_is_neither_replaced_nor_appended(tmp_path: Path, mode: int) -> None:
+    """No write bit for the owner: a person made it read-only. An atomic replace (a rename over
+    it) would succeed anyway, and root may write any file, so the mode decides."""
+    path = tmp_path / "MEMORY.md"
+    path.write_text("mine\n", encoding="utf-8")
+    path.chmod(mode)
+    tmp_dir = tmp_path / "tmp"
+    with pytest.raises(ReadOnly, match=rf"MEMORY\.md is read-only \(mode 0{mode:o}\)"):
+        atomic_write(path, "replaced\n", tmp_dir=tmp_dir)
+    with pytest.raises(ReadOnly, match="chmod u\\+w"):
+        locked_append(path, "appended\n", lock_dir=tmp_path / "locks")
+    assert path.read_text(encoding="utf-8") == "mine\n"
+    assert path.stat().st_mode & 0o777 == mode
+    assert not tmp_dir.exists() or not list(tmp_dir.iterdir())
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o600, 0o664])
+def test_a_file_its_owner_may_write_is_written(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / "MEMORY.md"
+    path.write_text("mine\n", encoding="utf-8")
+    path.chmod(mode)
+    atomic_write(path, "replaced\n")
+    assert locked_append(path, "appended\n", lock_dir=tmp_path / "locks") == 2
+    path.chmod(0o644)
+    assert path.read_text(encoding="utf-8") == "replaced\nappended\n"
+
+
+def test_a_write_the_system_refuses_names_the_place(tmp_path: Path) -> None:
+    path = tmp_path / "memory" / "2026-11-30.md"
+    lock = tmp_path / ".memdir" / "locks" / "x.lock"
+    rofs = read_only_error(path, OSError(errno.EROFS, "Read-only file system", str(path)))
+    assert str(rofs).startswith(f"cannot write {path}: it is on a read-only file system")
+    assert "nothing was written" in str(rofs) and "remount it read-write" in str(rofs)
+    denied = read_only_error(path, PermissionError(errno.EACCES, "Permission denied", str(lock)))
+    assert isinstance(denied, ReadOnly) and "Permission denied" in str(denied)
+    assert str(lock) in str(denied) or str(path) in str(denied)
+    assert folder_read_only(tmp_path) is None and folder_read_only(tmp_path / "nope") is None
 
 
 def test_clean_stale_temp_files_removes_only_old_temp_files(tmp_path: Path) -> None:

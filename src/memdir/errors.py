@@ -5,7 +5,8 @@ The tree::
     MemdirError                     base: catch this to handle anything memdir says
     ├── ConfigError                 a config file or value is wrong
     ├── WorkspaceError              the workspace is missing, unreadable or not writable
-    │   └── PathNotAllowed          a path escapes the workspace or is not a memory file
+    │   ├── PathNotAllowed          a path escapes the workspace or is not a memory file
+    │   └── ReadOnly                the workspace, a folder or a file in it cannot be written
     ├── IndexStoreError             the index cannot be opened or rebuilt
     │   └── DiskFull                the disk under the index is full (the index is kept)
     ├── ProviderError               an embedding/LLM provider failed
@@ -34,6 +35,11 @@ class WorkspaceError(MemdirError):
 
 class PathNotAllowed(WorkspaceError):
     """A path is outside the workspace, goes through a symlink, or is not a memory file."""
+
+
+class ReadOnly(WorkspaceError):
+    """The workspace (a read-only mount or folder) or a file in it (made read-only by a
+    person) cannot be written; memdir wrote nothing."""
 
 
 class IndexStoreError(MemdirError):
@@ -85,6 +91,7 @@ __all__ = [
     "ProviderResponseError",
     "ProviderUnavailable",
     "QueryError",
+    "ReadOnly",
     "ToolsUnsupported",
     "WorkspaceError",
 ]

@@ -9,6 +9,9 @@
   exclusive cross-process lock, whole or not at all (:func:`append_whole`).
 - :func:`append_whole`: every byte written and fsynced, or the file cut back to its old length
   and an error; a short write (a nearly full disk) is never reported as done.
+- Neither changes a file a person made read-only (:func:`refuse_read_only`), and a write that
+  a read-only file system or a permission forbids is a :class:`~memdir.errors.ReadOnly` error
+  naming what cannot be written, not an ``OSError``.
 
 Which paths may be read or written at all is decided by :class:`memdir.workspace.Workspace`;
 these functions only make sure the file they touch is the regular file that was checked.
@@ -27,13 +30,16 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from memdir.errors import PathNotAllowed, WorkspaceError
+from memdir.errors import PathNotAllowed, ReadOnly, WorkspaceError
 
 #: Temp files of killed writes older than this are removed at start-up (seconds). A write
 #: takes milliseconds; an hour leaves any live writer alone.
 STALE_TEMP_S = 3600.0
 #: The names :func:`atomic_write` gives its temp files (``.<name>.<random>.tmp``).
 TEMP_NAME_RE = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp$")
+
+#: The errors of a write that a read-only file system or a permission forbids.
+READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -128,6 +134,71 @@ def check_replaceable(path: Path) -> None:
         )
 
 
+def refuse_read_only(path: Path, mode: int | None = None) -> None:
+    """Refuse to change ``path`` when a person made it read-only: its owner has no write
+    permission (``chmod a-w``: mode 0444). Absent is fine.
+
+    The mode is read, not tried: an atomic replace renames a new file over the old one, which
+    needs only the folder's permission, and root may write any file, so trying would succeed.
+
+    Args:
+        path: the file.
+        mode: its ``st_mode`` when already known (an ``fstat`` of the open file).
+
+    Raises:
+        ReadOnly: naming the file and how to let memdir write it.
+    """
+    if mode is None:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+    if stat.S_ISREG(mode) and not mode & stat.S_IWUSR:
+        raise ReadOnly(
+            f"{path} is read-only (mode {stat.S_IMODE(mode):04o}): memdir does not replace or "
+            "append to a file a person made read-only, and wrote nothing; to let it write "
+            f"there: chmod u+w {path}"
+        )
+
+
+def read_only_error(path: Path, exc: OSError) -> ReadOnly:
+    """The error for a write of ``path`` that failed with ``exc`` (one of
+    :data:`READ_ONLY_ERRNOS`): what cannot be written, and what to do."""
+    if exc.errno == errno.EROFS:
+        return ReadOnly(
+            f"cannot write {path}: it is on a read-only file system, and nothing was written; "
+            "remount it read-write, or use a writable copy"
+        )
+    blocked = next(
+        (p for p in (path, path.parent) if os.path.lexists(p) and not os.access(p, os.W_OK)),
+        Path(exc.filename) if exc.filename else path,
+    )
+    return ReadOnly(
+        f"cannot write {path}: {blocked} is not writable ({exc.strerror}), and nothing was "
+        f"written; to let memdir write there: chmod u+w {blocked}"
+    )
+
+
+def folder_read_only(folder: Path) -> str | None:
+    """Why nothing can be created, renamed or removed in ``folder`` (``on a read-only file
+    system``, ``not writable (mode 0555)``), or None when it can or does not exist yet.
+
+    ``os.access`` answers for the running user, so root is refused only by a read-only file
+    system, as its writes would be.
+    """
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"not usable ({exc.strerror})"
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    if hasattr(os, "statvfs") and os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return "on a read-only file system"
+    return f"not writable (mode {stat.S_IMODE(st.st_mode):04o})"
+
+
 def atomic_write(path: Path, text: str, *, tmp_dir: Path | None = None) -> None:
     """Replace ``path`` with ``text`` atomically: temp file, fsync, rename.
 
@@ -138,9 +209,11 @@ def atomic_write(path: Path, text: str, *, tmp_dir: Path | None = None) -> None:
 
     Raises:
         PathNotAllowed: ``path`` is a symlink or a special file.
-        OSError: the write failed (the old file is untouched).
+        ReadOnly: a person made ``path`` read-only, or its folder (or file system) is.
+        OSError: the write failed otherwise (the old file is untouched).
     """
     check_replaceable(path)
+    refuse_read_only(path)
     data = text.encode("utf-8")
     folders = [path.parent] if tmp_dir is None else [tmp_dir, path.parent]
     for n, folder in enumerate(folders):
@@ -150,8 +223,11 @@ def atomic_write(path: Path, text: str, *, tmp_dir: Path | None = None) -> None:
         except OSError as exc:
             # The temp folder may be on another file system (EXDEV) or not writable: use the
             # target's own folder then.
-            if n == len(folders) - 1 or exc.errno not in (errno.EXDEV, errno.EACCES, errno.EROFS):
-                raise
+            if n < len(folders) - 1 and exc.errno in (errno.EXDEV, errno.EACCES, errno.EROFS):
+                continue
+            if exc.errno in READ_ONLY_ERRNOS:
+                raise read_only_error(path, exc) from exc
+            raise
 
 
 def _write_and_rename(path: Path, data: bytes, folder: Path) -> None:
@@ -168,6 +244,7 @@ def _write_and_rename(path: Path, data: bytes, folder: Path) -> None:
             mode = 0o666 & ~_UMASK  # a new file gets the usual mode, not mkstemp's 0600
         os.chmod(tmp, mode)
         check_replaceable(path)  # again, right before the rename
+        refuse_read_only(path)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -179,24 +256,38 @@ def _write_and_rename(path: Path, data: bytes, folder: Path) -> None:
 def locked_append(path: Path, text: str, *, lock_dir: Path, timeout: float = 10.0) -> int:
     """Append ``text`` to ``path`` under an exclusive cross-process lock; return its first line.
 
-    The text is written with one ``write`` call on an ``O_APPEND`` descriptor and fsynced, so a
-    concurrent appender never interleaves inside it. A file not ending in a newline gets one first.
+    The text is written whole on an ``O_APPEND`` descriptor and fsynced (:func:`append_whole`:
+    or not at all), under the lock, so a concurrent appender never interleaves inside it. A file
+    not ending in a newline gets one first.
 
     Returns:
         The 1-based line number where ``text`` starts.
 
     Raises:
         PathNotAllowed: ``path`` is a symlink or a special file.
+        ReadOnly: a person made ``path`` read-only, or its folder, the lock folder or the file
+            system is.
         WorkspaceError: the lock could not be taken within ``timeout`` seconds.
     """
+    try:
+        return _locked_append(path, text, lock_dir, timeout)
+    except OSError as exc:
+        if exc.errno in READ_ONLY_ERRNOS:
+            raise read_only_error(path, exc) from exc
+        raise
+
+
+def _locked_append(path: Path, text: str, lock_dir: Path, timeout: float) -> int:
     lock_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lock_dir / f"{_lock_name(path)}.lock"))
     try:
         with lock.acquire(timeout=timeout):
             path.parent.mkdir(parents=True, exist_ok=True)
             check_replaceable(path)
+            refuse_read_only(path)
             fd = _open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             try:
+                refuse_read_only(path, os.fstat(fd).st_mode)  # the file opened, not a swap
                 existing = _read_all(fd)
                 prefix = b"\n" if existing and not existing.endswith(b"\n") else b""
                 start_line = existing.count(b"\n") + 1 + (1 if prefix else 0)

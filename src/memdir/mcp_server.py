@@ -17,7 +17,9 @@ answers with an error while its work finishes in the background); calls that use
 (search, write) take a lock shared with the file watcher, but wait for it only that long, and
 ``memory_get`` (a plain file read) takes no lock at all, so one slow call cannot stall the
 others; every reply is capped (:data:`MAX_REPLY_CHARS`; ``memory_get`` pages by the contract's
-limits, resources at :data:`~memdir.tools.MAX_GET_CHARS`) with a note on how to read on.
+limits, resources at :data:`~memdir.tools.MAX_GET_CHARS`) with a note on how to read on; and
+every request line gets an answer, a JSON-RPC error for one that cannot be read
+(:mod:`memdir.mcp_stdio`).
 """
 
 from __future__ import annotations
@@ -355,10 +357,13 @@ def serve_stdio(memory: Memory, *, watch: bool = True) -> None:
 
     server = build_server(tools, on_request=start_watching)
     import anyio
-    from mcp.server.stdio import stdio_server
+
+    # memdir's own transport, not the SDK's: it answers a request line the SDK cannot read
+    # (a lone surrogate, bytes that are not UTF-8) instead of dropping it without a word.
+    from memdir.mcp_stdio import stdio_transport
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_transport() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:

@@ -162,3 +162,19 @@ def test_confirmed_apply_writes_memory_md_and_shows_in_history(
 
 def test_apply_is_post_only(writable: TestClient) -> None:
     assert writable.get("/api/dreaming/apply").status_code == 405
+
+
+def test_apply_over_a_read_only_memory_md_is_a_conflict(
+    writable: TestClient, key: str, sample: Path
+) -> None:
+    """A MEMORY.md a person made read-only: 409 with the reason, not a 500; nothing written."""
+    code = writable.get("/api/dreaming").json()["confirm"]
+    memory_md = sample / "MEMORY.md"
+    before = memory_md.read_bytes()
+    memory_md.chmod(0o444)
+    response = writable.post(
+        "/api/dreaming/apply", json={"confirm": code}, headers=_headers(writable)
+    )
+    assert response.status_code == 409
+    assert "MEMORY.md is read-only (mode 0444)" in response.json()["error"]
+    assert memory_md.read_bytes() == before

@@ -10,6 +10,7 @@ effect (the lines are gone).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from memdir.audit import deferred
@@ -18,6 +19,7 @@ from memdir.audit.lock import workspace_lock
 from memdir.audit.records import AuditRecord
 from memdir.audit.seam import (
     audited,
+    check_writable,
     git_trail,
     git_worktree,
     log_trail,
@@ -25,7 +27,7 @@ from memdir.audit.seam import (
     read_text,
     recover,
 )
-from memdir.errors import WorkspaceError
+from memdir.errors import ReadOnly, WorkspaceError
 from memdir.workspace import Workspace
 
 
@@ -44,11 +46,14 @@ def history(
         limit: at most this many records.
         with_lines: include the changed lines (reading each commit's diff costs more).
 
-    An operation a killed process left unrecorded is recorded first (under the write lock).
+    An operation a killed process left unrecorded is recorded first (under the write lock),
+    unless the workspace is read-only: then the trail is read as it is.
     """
     if pending_count(workspace):
-        with workspace_lock(workspace.state_dir):
-            recover(workspace)
+        with contextlib.suppress(ReadOnly):
+            check_writable(workspace)
+            with workspace_lock(workspace.state_dir):
+                recover(workspace)
     wanted = path.strip("/") if path else None
     records: list[AuditRecord] = []
     git = git_trail(workspace)

@@ -17,6 +17,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from memdir.errors import WorkspaceError
+from memdir.fileio import READ_ONLY_ERRNOS, read_only_error
 
 LOCK_TIMEOUT_S = 30.0
 LOCK_NAME = "memory-write.lock"
@@ -36,8 +37,8 @@ def workspace_lock(state_dir: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator
     """Hold the write lock of the workspace whose state folder is ``state_dir``.
 
     Raises:
-        WorkspaceError: the folder cannot be written, or another process held the lock for
-            ``timeout`` seconds.
+        WorkspaceError: the folder cannot be written (:class:`~memdir.errors.ReadOnly` when it
+            is read-only), or another process held the lock for ``timeout`` seconds.
     """
     key = str(state_dir)
     depths = _depths()
@@ -59,6 +60,10 @@ def workspace_lock(state_dir: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator
         raise WorkspaceError(
             f"another process has held the memory write lock for {timeout:.0f} s; try again"
         ) from exc
+    except OSError as exc:  # a read-only mount or folder (writers check first: a safety net)
+        if exc.errno in READ_ONLY_ERRNOS:
+            raise read_only_error(lock_dir / LOCK_NAME, exc) from exc
+        raise
     with lock:
         depths[key] = 1
         try:

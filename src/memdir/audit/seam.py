@@ -16,7 +16,9 @@ operation ends its record is stored once: a commit when the workspace is in a gi
 called inside another's operation joins it, so one flush of three lines is one record.
 
 Checks that must run before a write (issue 14's secret check) belong before the call into this
-module; the record is made after the write, here.
+module; the record is made after the write, here. One check is made here, before anything is
+written (the journal included): :func:`check_writable`, so a read-only workspace, or a file a
+person made read-only, is one clear error and not a half-made operation.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ from memdir.audit.lock import workspace_lock
 from memdir.audit.merge import carry_change, changed_lines
 from memdir.audit.records import AuditRecord, FileChange
 from memdir.clock import now
-from memdir.errors import MemdirError
-from memdir.workspace import Workspace
+from memdir.errors import MemdirError, ReadOnly
+from memdir.fileio import folder_read_only, refuse_read_only
+from memdir.workspace import MEMORY_DIR, Workspace
 
 if TYPE_CHECKING:
     from memdir.audit.git import GitTrail
@@ -112,6 +115,7 @@ def audited(
         intent.via = intent.via or via
         yield outer
         return
+    check_writable(workspace)
     with workspace_lock(workspace.state_dir):
         recover(workspace)
         intent = Intent(uuid.uuid4().hex[:16], component, now().astimezone(), summary, session, via)
@@ -130,6 +134,7 @@ def write_text(workspace: Workspace, rel: str, text: str) -> None:
     (:meth:`memdir.workspace.Workspace.replace_file`), as part of the current operation (a
     ``write`` operation of its own when none is open)."""
     with audited(workspace, "write") as op:
+        check_writable(workspace, rel)
         before = _before(op, workspace, rel)
         _announce(op, rel, before, text)
         workspace.replace_file(rel, text)
@@ -141,6 +146,7 @@ def append_text(workspace: Workspace, rel: str, text: str) -> int:
     (:meth:`memdir.workspace.Workspace.append_file`), as part of the current operation; return
     the 1-based line where it starts."""
     with audited(workspace, "write") as op:
+        check_writable(workspace, rel)
         before = _before(op, workspace, rel)
         current = read_text(workspace, rel) or ""
         joint = "\n" if current and not current.endswith("\n") else ""
@@ -148,6 +154,34 @@ def append_text(workspace: Workspace, rel: str, text: str) -> int:
         start = workspace.append_file(rel, text)
         op.intent.files[rel] = (before, read_text(workspace, rel) or "")
         return start
+
+
+def check_writable(workspace: Workspace, *rels: str) -> None:
+    """Refuse, before anything is written, a write the workspace cannot take: the workspace
+    folder, ``.memdir/`` (the lock, the journal, the audit trail), its locks or ``memory/`` is
+    read-only (a read-only mount, or a folder made read-only), or one of the files ``rels``
+    (workspace-relative) was made read-only by a person. A writer of several files names them
+    all first, so it changes all of them or none.
+
+    Raises:
+        ReadOnly: naming what is read-only and what to do.
+    """
+    root = workspace.root
+    for folder in (root, workspace.state_dir, workspace.lock_dir, root / MEMORY_DIR):
+        why = folder_read_only(folder)
+        if why is None:
+            continue
+        if why.endswith("file system"):
+            fix = "remount it read-write"
+        else:
+            fix = f"make it writable (chmod u+w {folder})"
+        raise ReadOnly(
+            f"workspace {root} is read-only: {folder} is {why}; memdir cannot save memory there "
+            f"and wrote nothing. To write: {fix}, or point --workspace (or MEMDIR_WORKSPACE) "
+            "at a writable copy; search and get still work"
+        )
+    for rel in rels:
+        refuse_read_only(root / rel)
 
 
 def read_text(workspace: Workspace, rel: str) -> str | None:

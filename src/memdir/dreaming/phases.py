@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from memdir.audit import Operation, audited
+from memdir.audit import Operation, audited, check_writable
 from memdir.dreaming.budget import MEMORY_BUDGET_CHARS, generated_indexes
 from memdir.dreaming.promotion import (
     DEDUPE_JACCARD,
     DONE_STATUSES,
+    DREAMS_FILE,
     NoteBlock,
     Outcome,
     PromotionResult,
@@ -53,7 +54,7 @@ from memdir.dreaming.store import RecallEntry, RecallStore
 from memdir.errors import MemdirError, PathNotAllowed
 from memdir.text import jaccard, similarity_tokens, stem
 from memdir.untrusted import preview
-from memdir.workspace import Workspace
+from memdir.workspace import MEMORY_FILE, Workspace
 
 LIGHT_DAYS = 2
 LIGHT_MIN_CONTAINMENT = 0.5
@@ -361,6 +362,8 @@ def run_dream(
         gates=gates,
     )
     selected = [c for c in candidates if c.selected]
+    if apply:  # both files or neither: a read-only one is refused before MEMORY.md changes
+        check_writable(workspace, MEMORY_FILE, *((DREAMS_FILE,) if diary else ()))
     writing: contextlib.AbstractContextManager[Operation | None] = (
         audited(workspace, "dream") if apply else contextlib.nullcontext()
     )

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memdir.audit import audited, read_text, write_text
+from memdir.audit import audited, check_writable, read_text, write_text
 from memdir.audit.merge import line_key, split_lines
 from memdir.audit.provenance import Provenance
 from memdir.errors import MemdirError
@@ -195,6 +195,7 @@ def remove_lines(
     by_path: dict[str, list[ForgetLine]] = {}
     for item in wanted:
         by_path.setdefault(item.path, []).append(item)
+    check_writable(workspace, *by_path)  # every file or none: refused before the first change
     with audited(workspace, "forget", via=via) as op:
         for path, items in sorted(by_path.items()):
             _remove_from_file(workspace, path, items, force, provenance, result)

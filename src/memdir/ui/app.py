@@ -25,7 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memdir import __version__
-from memdir.errors import MemdirError, PathNotAllowed, QueryError
+from memdir.errors import MemdirError, PathNotAllowed, QueryError, ReadOnly
 from memdir.memory import Memory
 from memdir.ui import present
 from memdir.ui.security import LOOPBACK_NAMES, Guard
@@ -105,8 +105,16 @@ def inspector(request: Request) -> Inspector:
     return ui
 
 
+#: The status of each error memdir raises on purpose (the first that matches); others are 500.
+_STATUS: tuple[tuple[type[MemdirError], int], ...] = (
+    (PathNotAllowed, 403),
+    (QueryError, 400),
+    (ReadOnly, 409),  # the workspace or the file cannot be written as it is now
+)
+
+
 async def _memdir_error(request: Request, exc: Exception) -> Response:
-    status = 403 if isinstance(exc, PathNotAllowed) else 400 if isinstance(exc, QueryError) else 500
+    status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
     message = str(exc)
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status_code=status)

@@ -3,15 +3,19 @@ writes, and pages that load nothing from elsewhere.
 
 :class:`Guard` is a plain ASGI middleware in front of every route:
 
-- **Host header.** Bound to loopback, only ``127.0.0.1``, ``localhost`` and ``[::1]`` are
-  accepted as the request's Host, so a web page cannot reach the inspector through DNS
-  rebinding (a hostile name that resolves to 127.0.0.1).
+- **Host header.** Bound to loopback, only ``127.0.0.1``, ``localhost``, ``[::1]`` and the
+  loopback address given with ``--host`` (``127.0.0.2``) are accepted as the request's Host, so
+  a web page cannot reach the inspector through DNS rebinding (a hostile name that resolves to
+  127.0.0.1).
 - **Token.** When one is set (always when listening beyond loopback), every request carries it:
   ``Authorization: Bearer …``, the ``memdir_ui`` cookie, or ``?token=…`` once, which sets the
   cookie (HttpOnly, SameSite=Strict) and redirects to the same URL without it.
 - **Writes.** Any method but GET/HEAD needs the per-process CSRF token in the
   ``X-Memdir-CSRF`` header (a cross-site form cannot set a header) and, when the browser sends
   them, a same-origin ``Origin`` and ``Sec-Fetch-Site``.
+- **Redirects** stay on this origin: every ``Location`` the inspector sends is a path with one
+  leading slash (:func:`same_origin`), never ``//host/…`` or a URL with a scheme, whatever the
+  request's path was (``//evil.example/x?token=…`` must not send the browser to evil.example).
 - **Headers.** A Content-Security-Policy that allows only this origin (no inline script, no
   remote font, image or script), no framing, no referrer, no caching.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Iterable
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
@@ -34,6 +38,10 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 TOKEN_COOKIE = "memdir_ui"
 CSRF_HEADER = "x-memdir-csrf"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+#: What :func:`same_origin` leaves as it is in a path (RFC 3986's path characters and escapes).
+_PATH_CHARS = "/%:@!$&'()*+,;=~-._"
+#: ... and in a query.
+_QUERY_CHARS = _PATH_CHARS + "?"
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -59,6 +67,21 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def same_origin(location: str) -> str:
+    """``location`` as a path on this origin, for a redirect: its scheme and host dropped, one
+    leading slash, and the characters browsers read as slashes or drop (``\\``, tab, newline)
+    percent-encoded, so it cannot point elsewhere.
+
+    A path starting with ``//`` or ``/\\`` is read by browsers as the address of another
+    host (``//evil.example/x``). Slashes and existing escapes are left as they are, so the
+    path the route sees is unchanged.
+    """
+    parts = urlsplit(location)
+    path = "/" + quote(parts.path, safe=_PATH_CHARS).lstrip("/")
+    query = quote(parts.query, safe=_QUERY_CHARS)
+    return path + (f"?{query}" if query else "")
 
 
 def host_name(header: str) -> str:
@@ -101,7 +124,12 @@ class Guard:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
+                headers = [
+                    (name, same_origin(value.decode("latin-1")).encode("latin-1"))
+                    if name.lower() == b"location"
+                    else (name, value)
+                    for name, value in message.get("headers", [])
+                ]
                 present = {name.lower() for name, _ in headers}
                 headers.extend(h for h in SECURITY_HEADERS if h[0] not in present)
                 if b"cache-control" not in present:
@@ -176,7 +204,9 @@ def _refuse(conn: HTTPConnection, status: int, message: str) -> Response:
 
 def _drop_token_from_url(conn: HTTPConnection, token: str) -> Response:
     kept = urlencode([(k, v) for k, v in conn.query_params.multi_items() if k != "token"])
-    target = conn.url.path + (f"?{kept}" if kept else "")
+    # The path as the route saw it (decoded), encoded again: a literal "%" becomes "%25".
+    path = quote(conn.scope["path"], safe=_PATH_CHARS.replace("%", ""))
+    target = same_origin(path + (f"?{kept}" if kept else ""))
     response = RedirectResponse(target, status_code=303)
     name = token_cookie(conn)
     response.set_cookie(name, token, httponly=True, samesite="strict", path="/")
@@ -191,5 +221,6 @@ __all__ = [
     "Guard",
     "host_name",
     "is_loopback",
+    "same_origin",
     "token_cookie",
 ]

@@ -73,7 +73,7 @@ def plan(
     options = UIOptions(
         writable=writable,
         token=token,
-        allowed_hosts=LOOPBACK_NAMES if local else (),
+        allowed_hosts=loopback_hosts(host) if local else (),
     )
     sock = bind(host, port)
     bound_port = sock.getsockname()[1]
@@ -82,6 +82,13 @@ def plan(
     if token:
         url += f"?token={token}"
     return sock, Listening(host, bound_port, url, options)
+
+
+def loopback_hosts(host: str) -> tuple[str, ...]:
+    """The Host names a loopback inspector accepts: :data:`LOOPBACK_NAMES` and the address it
+    listens on (``--host 127.0.0.2`` prints ``http://127.0.0.2:…/``, and that URL must work)."""
+    name = host.strip().strip("[]").lower()
+    return LOOPBACK_NAMES if name in LOOPBACK_NAMES else (*LOOPBACK_NAMES, name)
 
 
 def serve(
@@ -114,4 +121,4 @@ def serve(
     server.run(sockets=[sock])
 
 
-__all__ = ["DEFAULT_PORT", "Listening", "bind", "plan", "serve"]
+__all__ = ["DEFAULT_PORT", "Listening", "bind", "loopback_hosts", "plan", "serve"]
