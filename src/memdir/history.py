@@ -3,7 +3,7 @@
 memdir's automatic writers leave marks that say what they wrote:
 
 - dream promotions: the generated blocks of MEMORY.md (``## Promoted DATE`` and one marker per
-  entry naming its source lines, :mod:`memdir.dreaming.budget`); the recall store keeps the
+  entry naming its source lines, :mod:`memdir.markdown.generated`); the recall store keeps the
   time of each promotion; ``DREAMS.md`` holds the diary of applied runs (``--diary``);
 - session archives: the header of ``memory/<date>-<slug>.md`` (date, session, source, time);
 - daily logs: flushes, captures and ``memory_write`` append to ``memory/YYYY-MM-DD.md``. A daily
@@ -29,7 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from memdir.audit.records import AuditRecord
-from memdir.dreaming.budget import (
+from memdir.dreaming.store import RecallEntry
+from memdir.errors import PathNotAllowed
+from memdir.fileio import read_regular_file
+from memdir.lifecycle.archive import read_archive_header
+from memdir.markdown.generated import (
     BEGIN_RE,
     END_RE,
     ENTRY_RE,
@@ -37,10 +41,6 @@ from memdir.dreaming.budget import (
     find_blocks,
     split_lines,
 )
-from memdir.dreaming.store import RecallEntry
-from memdir.errors import PathNotAllowed
-from memdir.fileio import read_regular_file
-from memdir.lifecycle.archive import read_archive_header
 from memdir.workspace import MEMORY_FILE, OWNER_FILES, Workspace, archive_date, is_daily_log
 
 #: Added lines an audit event lists.

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memdir.audit import Operation, audited, check_writable
-from memdir.dreaming.budget import MEMORY_BUDGET_CHARS, generated_indexes
+from memdir.dreaming.budget import MEMORY_BUDGET_CHARS
 from memdir.dreaming.promotion import (
     DEDUPE_JACCARD,
     DONE_STATUSES,
@@ -52,6 +52,7 @@ from memdir.dreaming.scoring import (
 )
 from memdir.dreaming.store import RecallEntry, RecallStore
 from memdir.errors import MemdirError, PathNotAllowed
+from memdir.markdown.generated import generated_indexes
 from memdir.text import jaccard, similarity_tokens, stem
 from memdir.untrusted import preview
 from memdir.workspace import MEMORY_FILE, Workspace
