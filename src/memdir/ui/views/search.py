@@ -16,7 +16,7 @@ from memdir.config import MAX_RESULTS
 from memdir.errors import QueryError
 from memdir.search import SearchResponse
 from memdir.ui import present
-from memdir.ui.app import inspector
+from memdir.ui.inspector import inspector
 
 
 def _params(request: Request) -> tuple[str, int | None, float | None]:
