@@ -29,7 +29,7 @@ _EXPORTS = {
     "SearchResponse": "memdir.search",
     "SearchResult": "memdir.search",
     "WorkspaceError": "memdir.errors",
-    "init_workspace": "memdir.workspace",
+    "init_workspace": "memdir.workspace_templates",
     "load_config": "memdir.config",
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
     from memdir.memory_browse import GetResult
     from memdir.search import SearchResponse, SearchResult
-    from memdir.workspace import init_workspace
+    from memdir.workspace_templates import init_workspace
 
 __all__ = [
     "LLM",
