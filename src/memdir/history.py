@@ -41,7 +41,14 @@ from memdir.markdown.generated import (
     find_blocks,
     split_lines,
 )
-from memdir.workspace import MEMORY_FILE, OWNER_FILES, Workspace, archive_date, is_daily_log
+from memdir.workspace import (
+    DREAMS_FILE,
+    MEMORY_FILE,
+    OWNER_FILES,
+    Workspace,
+    archive_date,
+    is_daily_log,
+)
 
 #: Added lines an audit event lists.
 AUDIT_LINES_SHOWN = 8
@@ -136,7 +143,7 @@ def dream_events(memory_text: str, promoted: Iterable[RecallEntry] = ()) -> list
     return events
 
 
-def diary_events(text: str, path: str = "DREAMS.md") -> list[HistoryEvent]:
+def diary_events(text: str, path: str = DREAMS_FILE) -> list[HistoryEvent]:
     """One event per ``## YYYY-MM-DD HH:MM`` entry of the dream diary."""
     events: list[HistoryEvent] = []
     current: tuple[str, int, list[str]] | None = None
@@ -277,7 +284,7 @@ def read_file_records(
     memory_text = _read(_safe(lambda: workspace.resolve_memory_path(MEMORY_FILE)))
     if memory_text:
         events.extend(dream_events(memory_text, recalls))
-    diary = _read(_safe(lambda: workspace.resolve_owner_file("DREAMS.md")))
+    diary = _read(_safe(lambda: workspace.resolve_owner_file(DREAMS_FILE)))
     if diary:
         events.extend(diary_events(diary))
     dated = []

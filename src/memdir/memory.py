@@ -40,7 +40,7 @@ from memdir.rerank import Reranker, create_reranker
 from memdir.search import EmbedMissing, SearchResponse, run_search
 from memdir.text import has_cjk, load_segmenter
 from memdir.unindexed import Unindexed, find_unindexed
-from memdir.workspace import MEMORY_FILE, Skipped, Workspace, file_kind
+from memdir.workspace import MEMORY_DIR, MEMORY_FILE, USER_FILE, Skipped, Workspace, file_kind
 
 if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.dreaming.phases import DreamReport
@@ -309,8 +309,10 @@ class Memory(BrowseMixin, GovernanceMixin):
         has a CJK character), so a server's first Chinese search does not wait ~1 s for its
         dictionary. Whether it did."""
         root = self.workspace.root
-        notes = sorted((root / "memory").glob("*.md"))[-1:] if (root / "memory").is_dir() else []
-        for path in (root / MEMORY_FILE, root / "USER.md", *notes):
+        notes = (
+            sorted((root / MEMORY_DIR).glob("*.md"))[-1:] if (root / MEMORY_DIR).is_dir() else []
+        )
+        for path in (root / MEMORY_FILE, root / USER_FILE, *notes):
             try:
                 with path.open(encoding="utf-8", errors="replace") as fh:
                     head = fh.read(20_000)

@@ -39,11 +39,17 @@ from memdir.privacy import DEFAULT_GUARD, SecretGuard
 
 STATE_DIR = ".memdir"
 MEMORY_FILE = "MEMORY.md"
+#: Who the user is (read by the agent, private like MEMORY.md: docs/design.md#scopes).
+USER_FILE = "USER.md"
+#: The agent's persona and standing rules (instructions, not data).
+AGENTS_FILE = "AGENTS.md"
+#: Dreaming's diary of applied runs (``memdir dream --apply --diary``).
+DREAMS_FILE = "DREAMS.md"
 MEMORY_DIR = "memory"
 SKILLS_DIR = "skills"
 #: Files a person keeps at the workspace root beside MEMORY.md: shown to the owner
 #: (``Memory.read``, ``memdir ui``), never returned by ``memory_get``.
-OWNER_FILES = ("USER.md", "AGENTS.md", "DREAMS.md")
+OWNER_FILES = (USER_FILE, AGENTS_FILE, DREAMS_FILE)
 
 _DAILY_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 _ARCHIVE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})-.+\.md$")

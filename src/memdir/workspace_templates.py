@@ -14,25 +14,27 @@ from pathlib import Path
 
 from memdir.errors import WorkspaceError
 from memdir.workspace import (
+    AGENTS_FILE,
     MEMORY_DIR,
     MEMORY_FILE,
     SECTION_HEADINGS,
     SKILLS_DIR,
     STATE_DIR,
+    USER_FILE,
     Workspace,
 )
 
 #: ``memdir init``'s files per language (file name → text).
 TEMPLATES: dict[str, dict[str, str]] = {
     "en": {
-        "MEMORY.md": (
+        MEMORY_FILE: (
             "# Long-term memory\n\n"
             "Curated facts worth keeping across sessions. Edit freely: memdir only appends to the\n"
             "section it is told to and never removes what you wrote.\n\n"
             "## Preferences\n\n## Decisions\n\n## Lessons\n\n## Project facts\n\n## Todos\n"
         ),
-        "USER.md": "# User\n\nWho the user is: name, role, time zone, stable preferences.\n",
-        "AGENTS.md": (
+        USER_FILE: "# User\n\nWho the user is: name, role, time zone, stable preferences.\n",
+        AGENTS_FILE: (
             "# Agent\n\nPersona and standing rules for the agent.\n\n"
             "- Search memory before answering questions about prior work, decisions, dates,\n"
             "  people, preferences or todos.\n"
@@ -40,14 +42,14 @@ TEMPLATES: dict[str, dict[str, str]] = {
         ),
     },
     "zh": {
-        "MEMORY.md": (
+        MEMORY_FILE: (
             "# 长期记忆\n\n"
             "跨会话值得保留的事实。可以随意编辑：memdir 只会在指定的小节追加内容，\n"
             "不会删除你写下的任何文字。\n\n"
             "## 用户偏好\n\n## 核心决策\n\n## 经验教训\n\n## 项目事实\n\n## 待办事项\n"
         ),
-        "USER.md": "# 用户\n\n用户是谁：姓名、角色、时区、稳定的偏好。\n",
-        "AGENTS.md": (
+        USER_FILE: "# 用户\n\n用户是谁：姓名、角色、时区、稳定的偏好。\n",
+        AGENTS_FILE: (
             "# 智能体\n\n智能体的角色与长期规则。\n\n"
             "- 回答有关以往工作、决策、日期、人物、偏好或待办的问题之前，先搜索记忆。\n"
             "- 长期事实写入 MEMORY.md，日常记录写入 memory/YYYY-MM-DD.md。\n"

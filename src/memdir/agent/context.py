@@ -37,7 +37,7 @@ from memdir.memory import Memory
 from memdir.memory_browse import PRIVATE_FILES
 from memdir.tools import ToolSpec
 from memdir.untrusted import escape_untrusted
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE, Workspace
+from memdir.workspace import AGENTS_FILE, MEMORY_DIR, MEMORY_FILE, USER_FILE, Workspace
 
 __all__ = [
     "BOOTSTRAP_FILES",
@@ -55,11 +55,11 @@ __all__ = [
     "with_recall",
 ]
 
-BOOTSTRAP_FILES = ("AGENTS.md", "USER.md", MEMORY_FILE)
+BOOTSTRAP_FILES = (AGENTS_FILE, USER_FILE, MEMORY_FILE)
 #: The bootstrap files that instruct the agent (the owner's persona file); the others are data.
-INSTRUCTION_FILES = frozenset({"AGENTS.md"})
+INSTRUCTION_FILES = frozenset({AGENTS_FILE})
 #: What another agent's session starts with (its own instructions replace AGENTS.md).
-SESSION_FILES = ("USER.md", MEMORY_FILE)
+SESSION_FILES = (USER_FILE, MEMORY_FILE)
 FILE_CHAR_CAP = 20_000
 TOTAL_CHAR_CAP = 150_000
 HEAD_SHARE = 0.7

@@ -61,7 +61,7 @@ def init_command(
     else:
         out.print("  already initialised; nothing changed")
     if with_git:
-        from memdir.audit.history import init_git  # dulwich loads only when asked for
+        from memdir.audit.trail import init_git  # dulwich loads only when asked for
 
         workspace = Workspace(root, audit_git=load_config(root).audit.git)
         repository, commit = init_git(workspace, created)

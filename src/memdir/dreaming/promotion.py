@@ -55,9 +55,7 @@ from memdir.markdown.generated import (
 from memdir.markdown.generated import append_entries as append_to_block
 from memdir.text import jaccard, similarity_tokens, stem
 from memdir.untrusted import looks_like_injection
-from memdir.workspace import MEMORY_FILE, Workspace
-
-DREAMS_FILE = "DREAMS.md"
+from memdir.workspace import DREAMS_FILE, MEMORY_FILE, Workspace
 
 DEDUPE_JACCARD = 0.9
 WRITE_ATTEMPTS = 5
