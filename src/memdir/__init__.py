@@ -26,8 +26,8 @@ _EXPORTS = {
     "ProviderUnavailable": "memdir.errors",
     "QueryError": "memdir.errors",
     "ScriptedLLM": "memdir.llm.fake",
-    "SearchResponse": "memdir.search",
-    "SearchResult": "memdir.search",
+    "SearchResponse": "memdir.search.types",
+    "SearchResult": "memdir.search.types",
     "WorkspaceError": "memdir.errors",
     "init_workspace": "memdir.workspace_templates",
     "load_config": "memdir.config",
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from memdir.llm.fake import ScriptedLLM
     from memdir.memory import Memory
     from memdir.memory_browse import GetResult
-    from memdir.search import SearchResponse, SearchResult
+    from memdir.search.types import SearchResponse, SearchResult
     from memdir.workspace_templates import init_workspace
 
 __all__ = [

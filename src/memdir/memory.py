@@ -31,15 +31,17 @@ from memdir.fileio import read_regular_file
 from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
-from memdir.legs import QueryEmbeddings, query_parts
+from memdir.index.unindexed import Unindexed, find_unindexed
 from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, read_lines
 from memdir.memory_governance import GovernanceMixin
 from memdir.privacy import SecretGuard
-from memdir.relevance import calibration_for
 from memdir.rerank import Reranker, create_reranker
-from memdir.search import EmbedMissing, SearchResponse, run_search
+from memdir.search.legs import QueryEmbeddings
+from memdir.search.pipeline import run_search
+from memdir.search.plan import SearchPlan, query_parts
+from memdir.search.relevance import calibration_for
+from memdir.search.types import EmbedMissing, SearchResponse
 from memdir.text import has_cjk, load_segmenter
-from memdir.unindexed import Unindexed, find_unindexed
 from memdir.workspace import MEMORY_DIR, MEMORY_FILE, USER_FILE, Skipped, Workspace, file_kind
 
 if TYPE_CHECKING:  # imported where used: a search loads none of them
@@ -246,30 +248,29 @@ class Memory(BrowseMixin, GovernanceMixin):
                 raise QueryError(f"query is {len(text)} chars; the limit is {MAX_QUERY_CHARS}")
         if max_results is not None and not 1 <= max_results <= MAX_RESULTS:
             raise QueryError(f"max_results must be from 1 to {MAX_RESULTS}")
-        # The queries are embedded while the index catches up with the files (legs.py).
-        parts, _ = query_parts(queries[0], queries[1:], self.config.search.split_queries)
-        embedding = QueryEmbeddings(self.embedder, parts)
+        parts, split = query_parts(queries[0], queries[1:], self.config.search.split_queries)
+        # The queries are embedded while the index catches up with the files (search/legs.py).
+        embeddings = QueryEmbeddings(self.embedder, parts)
         report = self.index.refresh()
         if report is not None and report.chunks_written and self.background is not None:
             self.background.wake()
-        response = run_search(
-            self.index,
-            self.embedder,
-            queries[0],
-            more_queries=queries[1:],
-            reranker=self.reranker,
-            rerank_top_n=self.config.rerank.top_n,
+        plan = SearchPlan(
+            parts=tuple(parts),
+            split=split,
+            embeddings=embeddings,
             config=self.config.search,
             now=now(),
             max_results=max_results,
             min_score=min_score,
-            exclude_paths=PRIVATE_FILES if self.scope == "shared" else frozenset(),
+            exclude=PRIVATE_FILES if self.scope == "shared" else frozenset(),
+            calibration=self.calibration,
+            reranker=self.reranker,
+            rerank_top_n=self.config.rerank.top_n,
             lines_of=self._file_lines,
             embed_missing=self._embed_missing(),
-            calibration=self.calibration,
-            embedding=embedding,
             tight=self._structured_note if self.index.structured else None,
         )
+        response = run_search(self.index, plan)
         if report is not None:
             response.warnings.extend(report.warnings)
         if self.rerank_problem:
@@ -385,7 +386,7 @@ class Memory(BrowseMixin, GovernanceMixin):
 
     def unindexed(self) -> Unindexed:
         """Markdown files in the workspace that no indexing rule covers (``notes/``, the root),
-        with the ``extra_paths`` line that would include them (see :mod:`memdir.unindexed`)."""
+        with the ``extra_paths`` line that would include them (:mod:`memdir.index.unindexed`)."""
         return find_unindexed(self.workspace)
 
     @property

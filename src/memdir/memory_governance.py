@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from memdir.index.manager import IndexManager
     from memdir.lifecycle.forget import ForgetResult
     from memdir.review import ReviewReport
-    from memdir.search import SearchResponse
+    from memdir.search.types import SearchResponse
 
 
 class _Governed(Protocol):

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from memdir.config import MAX_RESULTS
 from memdir.errors import QueryError
-from memdir.search import SearchResponse
+from memdir.search.types import SearchResponse
 from memdir.ui import present
 from memdir.ui.inspector import inspector
 
