@@ -210,7 +210,8 @@ class SearchConfig:
 
 @dataclass(frozen=True)
 class RerankConfig:
-    """The rerank stage between fusion and MMR (SPEC §5 step 5; docs/benchmarks-retrieval.md).
+    """The rerank stage, after placement (docs/design.md#search, step 9;
+    docs/benchmarks-retrieval.md).
 
     ``provider`` is a registry name: ``learned`` (default, offline: a small model over the
     features search computes, its weights shipped in the package), ``http`` (any rerank
