@@ -63,8 +63,8 @@ class LifecycleMixin:
         """``memory_write``: append a fact to today's daily log (``target="daily"``) or add it to
         a MEMORY.md ``section`` (``target="memory"``), skipping duplicates.
 
-        The next :meth:`search` finds it (changed files are indexed before every search). The
-        write is recorded in the audit trail as ``write: via <via>``.
+        The next :meth:`~memdir.memory.Memory.search` finds it (changed files are indexed before
+        every search). The write is recorded in the audit trail as ``write: via <via>``.
 
         Raises:
             PathNotAllowed: ``target="memory"`` in a shared session.
