@@ -3,7 +3,7 @@ on kinds of workspace the model never saw, and does the threshold drop only off-
 
     python benchmarks/relevance.py --locomo ../shared/data/locomo/locomo10.json \\
         --cmrc ../shared/data/cmrc2018/cmrc2018_dev.json --memorybank ../shared/data/memorybank
-    python benchmarks/relevance.py ... --fit        # fit the coefficients of memdir.relevance
+    python benchmarks/relevance.py ... --fit   # fit the coefficients of memdir.search.relevance
     python benchmarks/relevance.py ... --records /tmp/rel.jsonl   # keep (or reuse) the searches
 
 Workspaces (``_relevance_data.py``): LoCoMo (10 conversations), the first ``--cmrc-limit`` CMRC
@@ -11,13 +11,13 @@ Workspaces (``_relevance_data.py``): LoCoMo (10 conversations), the first ``--cm
 workspaces (``data/workspaces/``), each asked its questions and the off-topic ones, with the
 default settings except that nothing is dropped (``min_score`` 0). Each result keeps its parts
 (``explain.parts``) and whether it answers; the calibrated relevance and the threshold are then
-applied here exactly as ``Memory.search`` applies them (``memdir.relevance``).
+applied here exactly as ``Memory.search`` applies them (``memdir.search.relevance``).
 
-``--fit`` fits both logistic models (:data:`memdir.relevance.FEATURES` for results with a
-vector, :data:`~memdir.relevance.KEYWORD_FEATURES` for results without) on the *dev* workspaces
-(LoCoMo conversations 0–4, CMRC paragraphs of even position, MemoryBank users 0–7 and four of
-ours: ``_relevance_data.HELD_OUT`` names the two held out), each kind weighing the same and, in
-each workspace, the answerable and the off-topic searches weighing the same. Then:
+``--fit`` fits both logistic models (:data:`memdir.search.relevance.FEATURES` for results with
+a vector, :data:`~memdir.search.relevance.KEYWORD_FEATURES` for results without) on the *dev*
+workspaces (LoCoMo conversations 0–4, CMRC paragraphs of even position, MemoryBank users 0–7
+and four of ours: ``_relevance_data.HELD_OUT`` names the two held out), each kind weighing the
+same and, in each workspace, the answerable and the off-topic searches weighing the same. Then:
 
 - **Held out by kind**: for each kind of workspace, the model fitted without that kind at all,
   scored on it: expected calibration error (ECE, 10 bins) over every returned result, and over
@@ -145,8 +145,8 @@ def fit_logistic(
 
 
 def fit(records: Sequence[dict[str, Any]], source: str) -> Any:
-    """Both models of :class:`memdir.relevance.Calibration`, fitted on ``records``."""
-    from memdir.relevance import FEATURES, KEYWORD_FEATURES, Calibration
+    """Both models of :class:`memdir.search.relevance.Calibration`, fitted on ``records``."""
+    from memdir.search.relevance import FEATURES, KEYWORD_FEATURES, Calibration
 
     weights = weights_for(records)
     rows, keyword_rows, labels, ws = [], [], [], []
@@ -206,9 +206,9 @@ def kept(
     record: dict[str, Any], relevance: Relevance, threshold: float, gate: Any
 ) -> list[dict[str, Any]]:
     """The results ``Memory.search`` returns at ``threshold`` (as
-    :func:`memdir.relevance.cut_off_topic`): none for a clearly off-topic search, else those
+    :func:`memdir.search.relevance.cut_off_topic`): none for a clearly off-topic search, else those
     that pass or hold the query's words."""
-    from memdir.relevance import HOLDS_COVERAGE
+    from memdir.search.relevance import HOLDS_COVERAGE
 
     results = record["results"][:K]
     if threshold <= 0:
@@ -237,10 +237,10 @@ GATE_MOST_LOST = 0.0075
 
 
 def fit_gate(records: Sequence[dict[str, Any]], most_lost: float = GATE_MOST_LOST) -> Any:
-    """The :class:`memdir.relevance.Gate` that leaves the most off-topic searches of
+    """The :class:`memdir.search.relevance.Gate` that leaves the most off-topic searches of
     ``records`` with nothing while no kind of workspace loses more than ``most_lost`` of its
     answerable questions to it (on a grid of bounds)."""
-    from memdir.relevance import Gate
+    from memdir.search.relevance import Gate
 
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     import configs as bench_configs
-    from memdir.relevance import calibration_for
+    from memdir.search.relevance import calibration_for
 
     info = common.machine_info()
     started = time.perf_counter()

@@ -107,7 +107,8 @@ def index_env(url: str) -> Iterator[None]:
 
 def bench_legs(mem: Any, queries: Sequence[str], qtable: dict[str, np.ndarray]) -> dict[str, Any]:
     from memdir.index.base import KeywordQuery
-    from memdir.search import run_search
+    from memdir.search import SearchPlan, query_parts, run_search
+    from memdir.search.legs import QueryEmbeddings
     from memdir.text import query_terms
 
     manager = mem.index
@@ -119,7 +120,11 @@ def bench_legs(mem: Any, queries: Sequence[str], qtable: dict[str, np.ndarray]) 
             manager.keyword_search(keywords, K)
 
     def hybrid(q: str) -> None:
-        run_search(manager, pre, q, config=mem.config.search, now=dt.datetime(2026, 11, 30))
+        config = mem.config.search
+        parts, split = query_parts(q, (), config.split_queries)
+        embeddings = QueryEmbeddings(pre, parts)
+        plan = SearchPlan(tuple(parts), split, embeddings, config, dt.datetime(2026, 11, 30))
+        run_search(manager, plan)
 
     return {
         "keyword": latency(keyword, queries),

@@ -10,7 +10,7 @@ on categories 1–4 as in ``locomo.py``.
 
 1. Each dev conversation is indexed with memdir's defaults (cached under ``--cache``, shared
    with ``locomo.py``) and every question searched through ``Memory.search`` with a recording
-   reranker: it keeps each passage's features (``memdir.rerank.features.FEATURES``; the rerank
+   reranker: it keeps each passage's features (``memdir.rerank.base.FEATURES``; the rerank
    stage sees the best ``--top-n`` fused candidates placed as distinct passages) and leaves
    the fused order. A passage is positive when it shows an evidence turn. ``--rows FILE``
    keeps these rows (JSON) and reads them back on the next run, to try other features or
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from memdir import Memory
     from memdir.config import load_config
-    from memdir.rerank.features import FEATURES
+    from memdir.rerank.base import FEATURES
     from memdir.rerank.learned import LearnedReranker
 
     feature_sets = [

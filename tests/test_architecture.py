@@ -1,17 +1,23 @@
-"""The layers of docs/design.md#layers hold: no module imports from a layer above its own.
+"""The layers of docs/design.md#layers hold: no module imports from a layer above its own, and
+no modules import each other in a circle.
 
 The table is read from docs/design.md itself, so the picture and the check cannot drift apart.
 Every import counts: at the top of a module, inside a function (lazy), under
-``if TYPE_CHECKING``, and a module named in a string (``"memdir.index.sqlite:SqliteLifecycle"``
-in a registry, the lazy re-exports of a package).
+``if TYPE_CHECKING``, and, for the layers, a module named in a string
+(``"memdir.index.sqlite:SqliteLifecycle"`` in a registry, the lazy re-exports of a package).
+
+The design names code too (``search.plan.SearchPlan``): every such name must still be there, so
+that a module or a name that moves takes its mention in the design with it.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, is_dataclass
 from pathlib import Path
 
 import pytest
@@ -28,11 +34,12 @@ _MODULE_STRING = re.compile(r"^(memdir(?:\.\w+)+)(?::\w+)?$")  # "memdir" alone 
 
 @dataclass(frozen=True)
 class Edge:
-    """``source`` imports ``target`` (at ``line``)."""
+    """``source`` imports ``target`` (at ``line``); ``named``: it only names it in a string."""
 
     source: str
     target: str
     line: int
+    named: bool = False
 
 
 def layer_table(design: str) -> dict[str, int]:
@@ -85,11 +92,11 @@ def imports_of(module: str, source: str, known: Iterable[str]) -> list[Edge]:
     is_package = module in modules and any(m.startswith(module + ".") for m in modules)
     edges: list[Edge] = []
 
-    def add(name: str, line: int) -> None:
+    def add(name: str, line: int, named: bool = False) -> None:
         while name not in modules and "." in name:
             name = name.rsplit(".", 1)[0]
         if name in modules and name != module:
-            edges.append(Edge(module, name, line))
+            edges.append(Edge(module, name, line, named))
 
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -107,7 +114,7 @@ def imports_of(module: str, source: str, known: Iterable[str]) -> list[Edge]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             named = _MODULE_STRING.match(node.value)
             if named and named.group(1) in modules:
-                add(named.group(1), node.lineno)
+                add(named.group(1), node.lineno, named=True)
     return [e for e in edges if e.target.startswith(ROOT)]
 
 
@@ -121,6 +128,47 @@ def upward_imports(
         if here is None or there is None or there > here:
             bad.append((edge, here, there))
     return bad
+
+
+def import_cycles(edges: Iterable[Edge]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others (the strongly
+    connected components of more than one module), each sorted, in order of their first
+    module."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.source, set()).add(edge.target)
+        graph.setdefault(edge.target, set())
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in order:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], order[target])
+        if low[node] == order[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(found)
 
 
 def _inside(module: str, package: str) -> bool:
@@ -177,6 +225,15 @@ def test_storage_engines_are_named_only_by_the_index_registry() -> None:
             bad.append(f"{edge.source} imports {edge.target} at line {edge.line}")
     assert not bad, "only memdir.index.manager names an engine (docs/design.md#layers):\n" + (
         "\n".join(bad)
+    )
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    # A module named in a string is not imported by the one naming it: a registry names the
+    # modules that register with it (the CLI's commands), a logger or a resource its package.
+    cycles = import_cycles(e for e in all_edges() if not e.named)
+    assert not cycles, "modules that import each other (docs/design.md#layers):\n" + "\n".join(
+        " ↔ ".join(group) for group in cycles
     )
 
 
@@ -246,6 +303,22 @@ def later():
     assert upward_imports([Edge("memdir.memory", "memdir.config", 1)], layer_table(TABLE)) == []
 
 
+def test_a_circle_is_found_through_any_import() -> None:
+    edges = [
+        Edge("memdir.index", "memdir.index.base", 1),
+        Edge("memdir.index.base", "memdir.config", 2),
+        Edge("memdir.config", "memdir.index", 3),  # lazy or for type checking: a circle still
+        Edge("memdir.memory", "memdir.index", 4),
+        Edge("memdir.errors", "memdir.memory", 5, named=True),
+    ]
+    assert import_cycles(edges) == [["memdir.config", "memdir.index", "memdir.index.base"]]
+    assert import_cycles(edges[1:]) == []
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import memdir.memory\n"
+    assert [e.named for e in imports_of("memdir.config", source, KNOWN)] == [False]
+    named = imports_of("memdir.config", 'NAME = "memdir.memory"\n', KNOWN)
+    assert [(e.target, e.named) for e in named] == [("memdir.memory", True)]
+
+
 def test_relative_imports_are_resolved() -> None:
     edges = imports_of("memdir.index.base", "from ..config import x\nfrom . import base\n", KNOWN)
     assert [e.target for e in edges] == ["memdir.config"]
@@ -282,3 +355,117 @@ def test_every_link_into_the_design_names_a_section() -> None:
         broken += [f"{name}: #{a}" for a in _LINK.findall(text)]
     broken = [b for b in broken if b.rsplit("#", 1)[1] not in anchors]
     assert not broken, "links to missing sections of docs/design.md:\n" + "\n".join(broken)
+
+
+# -- the design's names for code ---------------------------------------------------------------
+
+#: A backticked dotted name (``search.plan.SearchPlan``, ``embeddings/base.UrgentDocuments``).
+_CODE_NAME = re.compile(r"`([A-Za-z_]\w*(?:[./]\w+)+)`")
+#: A name ending in one of these is a file (``index.lock``, ``rerank/learned.json``).
+FILE_SUFFIXES = frozenset({"py", "md", "json", "jsonl", "toml", "lock", "sqlite", "html", "txt"})
+
+
+def code_reference(name: str, modules: Collection[str]) -> tuple[str, list[str]] | None:
+    """The memdir module a backticked ``name`` starts with and the attributes it names inside
+    it: ``search.plan.SearchPlan`` → ``("memdir.search.plan", ["SearchPlan"])``. A name is
+    read from ``memdir`` (``memdir.`` may be written or left out; ``/`` is a ``.``), else as the
+    one module whose dotted name ends with it (``manager.index_identity``); a name the package
+    exports starts at the package (``Memory.sync`` → ``("memdir", ["Memory", "sync"])``). None
+    when it names no memdir module: a file, a setting (``hnsw.ef_search``), another class's
+    attribute (``IndexManager.warm``).
+
+    Raises:
+        AssertionError: the name's start fits several modules (write more of it).
+    """
+    parts = name.replace("/", ".").split(".")
+    if parts[-1] in FILE_SUFFIXES:
+        return None
+    if parts[0] == ROOT:
+        parts = parts[1:]
+    elif parts[0] in importlib.import_module(ROOT).__all__:
+        return ROOT, parts
+    for size in range(len(parts), 0, -1):
+        head = ".".join(parts[:size])
+        fits = [f"{ROOT}.{head}"] if f"{ROOT}.{head}" in modules else []
+        fits = fits or sorted(m for m in modules if m.endswith(f".{head}"))
+        assert len(fits) <= 1, f"`{name}` could be any of {fits}: name the module in full"
+        if fits:
+            return fits[0], parts[size:]
+    return None
+
+
+def unresolved(name: str, modules: Collection[str]) -> str | None:
+    """Why ``name`` (backticked in the design) names nothing that exists, or None when it does
+    (or names no memdir module)."""
+    try:
+        found = code_reference(name, modules)
+    except AssertionError as exc:
+        return str(exc)
+    if found is None:
+        return None
+    module, attributes = found
+    if not attributes:
+        return None  # a module: it is one of the source files (and importing it may run it)
+    value: object = importlib.import_module(module)
+    for i, attribute in enumerate(attributes):
+        if hasattr(value, attribute):
+            value = getattr(value, attribute)
+        elif is_dataclass(value) and attribute in {f.name for f in dataclasses.fields(value)}:
+            return None  # a field without a class-level default (``Config.origins``)
+        else:
+            where = ".".join([module, *attributes[:i]])
+            return f"`{name}`: {where} has no {attribute!r}"
+    return None
+
+
+def test_every_name_the_design_gives_for_code_exists() -> None:
+    modules = source_modules()
+    names = sorted(set(_CODE_NAME.findall(DESIGN.read_text(encoding="utf-8"))))
+    assert "search.plan.SearchPlan" in names
+    broken = [why for why in (unresolved(n, modules) for n in names) if why is not None]
+    assert not broken, "names in docs/design.md that do not resolve:\n" + "\n".join(broken)
+
+
+def test_a_moved_name_in_the_design_is_found() -> None:
+    modules = ["memdir", "memdir.config", "memdir.config_choices", "memdir.index.manager"]
+    assert code_reference("config.INDEX_URL_SCHEMES", modules) == (
+        "memdir.config",
+        ["INDEX_URL_SCHEMES"],
+    )
+    assert code_reference("memdir.config_choices.CHOICES", modules) == (
+        "memdir.config_choices",
+        ["CHOICES"],
+    )
+    assert code_reference("manager.index_identity", modules) == (
+        "memdir.index.manager",
+        ["index_identity"],
+    )
+    assert code_reference("Memory.sync", modules) == ("memdir", ["Memory", "sync"])
+    for other in ("config.py", "index.lock", "hnsw.ef_search", "IndexManager.warm"):
+        assert code_reference(other, modules) is None
+    real = source_modules()
+    assert unresolved("config_choices.INDEX_URL_SCHEMES", real) is None
+    assert unresolved("config.INDEX_URL_SCHEMES", real) == (
+        "`config.INDEX_URL_SCHEMES`: memdir.config has no 'INDEX_URL_SCHEMES'"
+    )
+    assert "name the module in full" in (unresolved("base.Embedder", real) or "")
+    assert unresolved("Config.origins", real) is None  # a dataclass field
+    assert unresolved("Memory.recall", real) == "`Memory.recall`: memdir.Memory has no 'recall'"
+
+
+# -- specs outside the repository ----------------------------------------------------------------
+
+_OUTSIDE_SPEC = re.compile(r"\bSPEC\b|\b[Ss]pec §|\b[Tt]he spec's\b")
+
+
+def test_nothing_cites_a_spec_outside_the_repository() -> None:
+    # The reasons for the code are in docs/design.md and the measurements beside it: a comment
+    # that cites a document the reader does not have explains nothing.
+    paths = [DESIGN, *sorted((SRC / ROOT).rglob("*.py")), *sorted((REPO / "tests").rglob("*.py"))]
+    cited = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in paths
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if _OUTSIDE_SPEC.search(line) and path != Path(__file__).resolve()
+    ]
+    assert not cited, "cites a spec outside the repository:\n" + "\n".join(cited)

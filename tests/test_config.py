@@ -41,7 +41,7 @@ def test_defaults_match_the_spec():
 
     search = config.search
     assert search.max_results == 6
-    assert search.raw_min_score == 0.35  # the spec's threshold, for uncalibrated scores
+    assert search.raw_min_score == 0.35  # OpenClaw's threshold, for uncalibrated scores
     assert search.vector_weight == 0.7
     assert search.text_weight == 0.3
     assert search.candidate_multiplier == 4

@@ -17,9 +17,9 @@ from memdir.embeddings.registry import embedder_names, register_embedder
 from memdir.errors import ConfigError
 from memdir.index.manager import INDEX_ENGINES
 from memdir.index.sqlite.vectors import VECTOR_BACKENDS
-from memdir.legs import KEYWORD_QUERIES
 from memdir.llm.registry import llm_names
-from memdir.search import FUSIONS
+from memdir.search.fusion import FUSIONS
+from memdir.search.legs import KEYWORD_QUERIES
 from memdir.text import KEYWORD_TOKENIZERS
 from tests.helpers import write
 

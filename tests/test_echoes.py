@@ -1,12 +1,12 @@
-"""Sources before echoes (memdir.echoes): a session archive or a later note that quotes a line
-ranks below the note it quotes."""
+"""Sources before echoes (memdir.search.echoes): a session archive or a later note that quotes a
+line ranks below the note it quotes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from memdir import FakeEmbedder, Memory
-from memdir.echoes import normalise, quotable_lines, source_rank
+from memdir.search.echoes import normalise, quotable_lines, source_rank
 from tests.helpers import write
 
 FACT = "- Use Postgres advisory locks (not Redis locks) for the ledger batch job."

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from memdir.dreaming.budget import append_entries
 from memdir.history import archive_event, diary_events, dream_events, read_history
+from memdir.markdown.generated import append_entries
 from memdir.workspace import Workspace
 from tests.dreaming.factories import make_entry
 from tests.helpers import write

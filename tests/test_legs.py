@@ -1,4 +1,4 @@
-"""The two legs of a search started side by side (memdir.legs, docs/design.md#search)."""
+"""The two legs of a search started side by side (memdir.search.legs, docs/design.md#search)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 from memdir import Memory
 from memdir.embeddings.base import Vectors
 from memdir.embeddings.fake import FakeEmbedder
-from memdir.legs import QueryEmbeddings, query_parts
+from memdir.search.legs import QueryEmbeddings
+from memdir.search.plan import query_parts
 
 
 class GatedEmbedder(FakeEmbedder):

@@ -11,7 +11,8 @@ import pytest
 from memdir import Memory
 from memdir.errors import PathNotAllowed, WorkspaceError
 from memdir.filewalk import MAX_FOLDER_DEPTH
-from memdir.workspace import Workspace, init_workspace
+from memdir.workspace import Workspace
+from memdir.workspace_templates import init_workspace
 from tests.helpers import write
 
 

@@ -1,4 +1,4 @@
-"""Calibrated relevance (memdir.relevance): what a score means and the off-topic gate."""
+"""Calibrated relevance (memdir.search.relevance): what a score means and the off-topic gate."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from memdir import FakeEmbedder, Memory
 from memdir.config import SearchConfig, load_config
-from memdir.relevance import (
+from memdir.search.relevance import (
     CALIBRATIONS,
     FEATURES,
     KEYWORD_FEATURES,

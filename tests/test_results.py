@@ -1,5 +1,5 @@
-"""How ranked chunks become results (:func:`memdir.results.place_results`) and how fusion sees
-both legs for every candidate (``search.score_both_legs``)."""
+"""How ranked chunks become results (:func:`memdir.search.placement.place_results`) and how
+fusion sees both legs for every candidate (``search.score_both_legs``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import memdir.memory as memory_module
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
 from memdir.index.base import ChunkRow
-from memdir.results import place_results
-from memdir.search import Candidate
+from memdir.search.placement import place_results
+from memdir.search.types import Candidate
 from tests.helpers import write
 
 FILE = [f"[L{n}] " + "word " * 10 for n in range(1, 21)]  # 20 lines of 61 chars
@@ -209,7 +209,7 @@ def test_snippet_window_does_not_depend_on_the_hash_seed() -> None:
     # 0.6000000000000001 or 0.6 depending on the order of the addition: the window chosen must
     # not change with PYTHONHASHSEED (set iteration order).
     script = (
-        "from memdir.results import make_snippet\n"
+        "from memdir.search.placement import make_snippet\n"
         "text = 'postgres\\n' + 'x' * 30 + '\\nredis kafka nginx'\n"
         "w = {'postgr': 0.6, 'redi': 0.1, 'kafka': 0.2, 'nginx': 0.3}\n"
         "print(repr(make_snippet(text, w, 25)))\n"

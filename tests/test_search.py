@@ -7,18 +7,13 @@ from datetime import datetime
 import pytest
 
 from memdir.index.base import ChunkRow
-from memdir.results import make_snippet, term_weights
-from memdir.search import (
-    Candidate,
-    apply_min_score,
-    apply_temporal_decay,
-    decay_factor,
-    file_date,
-    keyword_only_scores,
-    merge_hybrid,
-    merge_rrf,
-    mmr_rerank,
-)
+from memdir.search.decay import apply_temporal_decay, decay_factor, file_date
+from memdir.search.fusion import keyword_only_scores, merge_hybrid, merge_rrf
+from memdir.search.mmr import mmr_rerank
+from memdir.search.placement import make_snippet
+from memdir.search.relevance import apply_min_score
+from memdir.search.terms import term_weights
+from memdir.search.types import Candidate
 from memdir.text import query_terms
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memdir.subqueries import merge_rankings, split_query
+from memdir.search.subqueries import merge_rankings, split_query
 
 
 @pytest.mark.parametrize(

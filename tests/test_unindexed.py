@@ -1,4 +1,4 @@
-"""Markdown files the workspace holds but memdir does not index (memdir.unindexed)."""
+"""Markdown files the workspace holds but memdir does not index (memdir.index.unindexed)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from memdir import FakeEmbedder, Memory
 from memdir.cli import cli
-from memdir.unindexed import find_unindexed
+from memdir.index.unindexed import find_unindexed
 from memdir.workspace import Workspace
 from tests.helpers import write
 

@@ -17,11 +17,11 @@ from memdir.errors import PathNotAllowed, WorkspaceError
 from memdir.workspace import (
     Workspace,
     atomic_write,
-    init_workspace,
     is_daily_log,
     is_workspace,
     locked_append,
 )
+from memdir.workspace_templates import init_workspace
 from tests.helpers import write
 
 EN_HEADINGS = ["Preferences", "Decisions", "Lessons", "Project facts", "Todos"]

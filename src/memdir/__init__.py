@@ -26,10 +26,10 @@ _EXPORTS = {
     "ProviderUnavailable": "memdir.errors",
     "QueryError": "memdir.errors",
     "ScriptedLLM": "memdir.llm.fake",
-    "SearchResponse": "memdir.search",
-    "SearchResult": "memdir.search",
+    "SearchResponse": "memdir.search.types",
+    "SearchResult": "memdir.search.types",
     "WorkspaceError": "memdir.errors",
-    "init_workspace": "memdir.workspace",
+    "init_workspace": "memdir.workspace_templates",
     "load_config": "memdir.config",
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from memdir.llm.fake import ScriptedLLM
     from memdir.memory import Memory
     from memdir.memory_browse import GetResult
-    from memdir.search import SearchResponse, SearchResult
-    from memdir.workspace import init_workspace
+    from memdir.search.types import SearchResponse, SearchResult
+    from memdir.workspace_templates import init_workspace
 
 __all__ = [
     "LLM",

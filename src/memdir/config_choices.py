@@ -13,9 +13,10 @@ from urllib.parse import urlsplit
 from memdir.errors import ConfigError
 
 #: The enumerated settings and their allowed values: the one list. What acts on them is keyed
-#: by exactly these names — the provider registries, ``memdir.search.FUSIONS``,
-#: ``memdir.legs.KEYWORD_QUERIES``, ``memdir.text.KEYWORD_TOKENIZERS``, ``VECTOR_BACKENDS``
-#: (tests/test_config.py checks that they agree) — so a value that passes here never fails later.
+#: by exactly these names — the provider registries, ``memdir.search.fusion.FUSIONS``,
+#: ``memdir.search.legs.KEYWORD_QUERIES``, ``memdir.text.KEYWORD_TOKENIZERS``,
+#: ``VECTOR_BACKENDS`` (tests/test_config_choices.py checks that they agree) — so a value that
+#: passes here never fails later.
 CHOICES: dict[str, tuple[str, ...]] = {
     "embedding.provider": ("local", "openai", "ollama", "gemini", "fake", "none"),
     "chunking.pooling": ("lines", "chunk"),

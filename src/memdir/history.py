@@ -3,7 +3,7 @@
 memdir's automatic writers leave marks that say what they wrote:
 
 - dream promotions: the generated blocks of MEMORY.md (``## Promoted DATE`` and one marker per
-  entry naming its source lines, :mod:`memdir.dreaming.budget`); the recall store keeps the
+  entry naming its source lines, :mod:`memdir.markdown.generated`); the recall store keeps the
   time of each promotion; ``DREAMS.md`` holds the diary of applied runs (``--diary``);
 - session archives: the header of ``memory/<date>-<slug>.md`` (date, session, source, time);
 - daily logs: flushes, captures and ``memory_write`` append to ``memory/YYYY-MM-DD.md``. A daily
@@ -29,7 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from memdir.audit.records import AuditRecord
-from memdir.dreaming.budget import (
+from memdir.dreaming.store import RecallEntry
+from memdir.errors import PathNotAllowed
+from memdir.fileio import read_regular_file
+from memdir.lifecycle.archive import read_archive_header
+from memdir.markdown.generated import (
     BEGIN_RE,
     END_RE,
     ENTRY_RE,
@@ -37,11 +41,14 @@ from memdir.dreaming.budget import (
     find_blocks,
     split_lines,
 )
-from memdir.dreaming.store import RecallEntry
-from memdir.errors import PathNotAllowed
-from memdir.fileio import read_regular_file
-from memdir.lifecycle.archive import read_archive_header
-from memdir.workspace import MEMORY_FILE, OWNER_FILES, Workspace, archive_date, is_daily_log
+from memdir.workspace import (
+    DREAMS_FILE,
+    MEMORY_FILE,
+    OWNER_FILES,
+    Workspace,
+    archive_date,
+    is_daily_log,
+)
 
 #: Added lines an audit event lists.
 AUDIT_LINES_SHOWN = 8
@@ -136,7 +143,7 @@ def dream_events(memory_text: str, promoted: Iterable[RecallEntry] = ()) -> list
     return events
 
 
-def diary_events(text: str, path: str = "DREAMS.md") -> list[HistoryEvent]:
+def diary_events(text: str, path: str = DREAMS_FILE) -> list[HistoryEvent]:
     """One event per ``## YYYY-MM-DD HH:MM`` entry of the dream diary."""
     events: list[HistoryEvent] = []
     current: tuple[str, int, list[str]] | None = None
@@ -277,7 +284,7 @@ def read_file_records(
     memory_text = _read(_safe(lambda: workspace.resolve_memory_path(MEMORY_FILE)))
     if memory_text:
         events.extend(dream_events(memory_text, recalls))
-    diary = _read(_safe(lambda: workspace.resolve_owner_file("DREAMS.md")))
+    diary = _read(_safe(lambda: workspace.resolve_owner_file(DREAMS_FILE)))
     if diary:
         events.extend(diary_events(diary))
     dated = []

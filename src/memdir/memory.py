@@ -19,34 +19,31 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memdir.clock import now
 from memdir.config import MAX_RESULTS, Config, default_workspace, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.embeddings.registry import create_embedder
-from memdir.errors import MemdirError, PathNotAllowed, ProviderError, QueryError
+from memdir.errors import MemdirError, ProviderError, QueryError
 from memdir.fileio import read_regular_file
 from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
-from memdir.legs import QueryEmbeddings, query_parts
+from memdir.index.unindexed import Unindexed, find_unindexed
 from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, read_lines
 from memdir.memory_governance import GovernanceMixin
+from memdir.memory_lifecycle import LifecycleMixin
 from memdir.privacy import SecretGuard
-from memdir.relevance import calibration_for
 from memdir.rerank import Reranker, create_reranker
-from memdir.search import EmbedMissing, SearchResponse, run_search
+from memdir.search.legs import QueryEmbeddings
+from memdir.search.pipeline import run_search
+from memdir.search.plan import SearchPlan, query_parts
+from memdir.search.relevance import calibration_for
+from memdir.search.types import EmbedMissing, SearchResponse
 from memdir.text import has_cjk, load_segmenter
-from memdir.unindexed import Unindexed, find_unindexed
-from memdir.workspace import MEMORY_FILE, Skipped, Workspace, file_kind
-
-if TYPE_CHECKING:  # imported where used: a search loads none of them
-    from memdir.dreaming.phases import DreamReport
-    from memdir.lifecycle.extract import ExtractionReport
-    from memdir.lifecycle.write import WriteResult
-    from memdir.llm.base import LLM, Message
+from memdir.workspace import MEMORY_DIR, MEMORY_FILE, USER_FILE, Skipped, Workspace, file_kind
 
 SCOPES = ("private", "shared")
 #: The longest query accepted (characters); longer ones are refused, not truncated silently.
@@ -57,7 +54,7 @@ MAX_QUERIES = 8
 WIDEN_MAX_BYTES = 1024 * 1024
 
 
-class Memory(BrowseMixin, GovernanceMixin):
+class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
     """Long-term memory over one workspace.
 
     Args:
@@ -246,30 +243,29 @@ class Memory(BrowseMixin, GovernanceMixin):
                 raise QueryError(f"query is {len(text)} chars; the limit is {MAX_QUERY_CHARS}")
         if max_results is not None and not 1 <= max_results <= MAX_RESULTS:
             raise QueryError(f"max_results must be from 1 to {MAX_RESULTS}")
-        # The queries are embedded while the index catches up with the files (legs.py).
-        parts, _ = query_parts(queries[0], queries[1:], self.config.search.split_queries)
-        embedding = QueryEmbeddings(self.embedder, parts)
+        parts, split = query_parts(queries[0], queries[1:], self.config.search.split_queries)
+        # The queries are embedded while the index catches up with the files (search/legs.py).
+        embeddings = QueryEmbeddings(self.embedder, parts)
         report = self.index.refresh()
         if report is not None and report.chunks_written and self.background is not None:
             self.background.wake()
-        response = run_search(
-            self.index,
-            self.embedder,
-            queries[0],
-            more_queries=queries[1:],
-            reranker=self.reranker,
-            rerank_top_n=self.config.rerank.top_n,
+        plan = SearchPlan(
+            parts=tuple(parts),
+            split=split,
+            embeddings=embeddings,
             config=self.config.search,
             now=now(),
             max_results=max_results,
             min_score=min_score,
-            exclude_paths=PRIVATE_FILES if self.scope == "shared" else frozenset(),
+            exclude=PRIVATE_FILES if self.scope == "shared" else frozenset(),
+            calibration=self.calibration,
+            reranker=self.reranker,
+            rerank_top_n=self.config.rerank.top_n,
             lines_of=self._file_lines,
             embed_missing=self._embed_missing(),
-            calibration=self.calibration,
-            embedding=embedding,
             tight=self._structured_note if self.index.structured else None,
         )
+        response = run_search(self.index, plan)
         if report is not None:
             response.warnings.extend(report.warnings)
         if self.rerank_problem:
@@ -309,8 +305,10 @@ class Memory(BrowseMixin, GovernanceMixin):
         has a CJK character), so a server's first Chinese search does not wait ~1 s for its
         dictionary. Whether it did."""
         root = self.workspace.root
-        notes = sorted((root / "memory").glob("*.md"))[-1:] if (root / "memory").is_dir() else []
-        for path in (root / MEMORY_FILE, root / "USER.md", *notes):
+        notes = (
+            sorted((root / MEMORY_DIR).glob("*.md"))[-1:] if (root / MEMORY_DIR).is_dir() else []
+        )
+        for path in (root / MEMORY_FILE, root / USER_FILE, *notes):
             try:
                 with path.open(encoding="utf-8", errors="replace") as fh:
                     head = fh.read(20_000)
@@ -383,7 +381,7 @@ class Memory(BrowseMixin, GovernanceMixin):
 
     def unindexed(self) -> Unindexed:
         """Markdown files in the workspace that no indexing rule covers (``notes/``, the root),
-        with the ``extra_paths`` line that would include them (see :mod:`memdir.unindexed`)."""
+        with the ``extra_paths`` line that would include them (:mod:`memdir.index.unindexed`)."""
         return find_unindexed(self.workspace)
 
     @property
@@ -453,121 +451,6 @@ class Memory(BrowseMixin, GovernanceMixin):
             "notes": [*self.notes, *self.index.notes],
             "audit": self.audit_status(),
         }
-
-    # -- writing --------------------------------------------------------------------------
-
-    def write(
-        self,
-        text: str,
-        *,
-        target: str = "daily",
-        section: str | None = None,
-        via: str = "Memory.write",
-    ) -> WriteResult:
-        """``memory_write``: append a fact to today's daily log (``target="daily"``) or add it to
-        a MEMORY.md ``section`` (``target="memory"``), skipping duplicates.
-
-        The next :meth:`search` finds it (changed files are indexed before every search). The
-        write is recorded in the audit trail as ``write: via <via>``.
-
-        Raises:
-            PathNotAllowed: ``target="memory"`` in a shared session.
-            MemdirError: empty or over-long text, unknown target or section.
-        """
-        from memdir.lifecycle.write import write_memory
-
-        if self.scope == "shared" and target == "memory":
-            raise PathNotAllowed(f"{MEMORY_FILE} cannot be written in a shared session")
-        result = write_memory(
-            self.workspace, text, target=target, section=section, now=now(), via=via
-        )
-        if result.written:
-            self._embed_written(result.path, result.line)
-        return result
-
-    def _embed_written(self, path: str, line: int) -> None:
-        """In a long-running process (a background embedder runs), index what a write just
-        added and put its chunks (those of ``path`` that hold ``line``) first in the background
-        embedder's queue, so that it is found by meaning too within a second or so, not only
-        by its words; the write does not wait for the model (a chunk costs the local model
-        ~0.5 s on one core). A search before then embeds it on the spot
-        (docs/design.md#index, "Freshness"). Best effort: a failure leaves it pending."""
-        worker = self.background
-        if worker is None:
-            return
-        try:
-            self.index.refresh()
-            pending = self.index.read(
-                lambda store: store.chunks_by_seq(
-                    [seq for seq, _, _ in store.chunks_without_vectors(path=path)]
-                )
-            )
-        except MemdirError:
-            worker.wake()
-            return
-        worker.prioritise(
-            sorted(s for s, c in pending.items() if c.start_line <= line <= c.end_line)
-        )
-
-    # -- dreaming -------------------------------------------------------------------------
-
-    def dream(self, *, apply: bool, schedule: bool = False, diary: bool = False) -> DreamReport:
-        """Light, REM and deep phases over the recall store; promote to MEMORY.md
-        (docs/design.md#dreaming).
-
-        Args:
-            apply: write MEMORY.md; False previews the same decisions and writes nothing.
-            schedule: use the nightly gates (0.8 / 3 recalls / 3 queries, notes ≤ 30 days old,
-                ≤ 10 a run) instead of the manual ones (0.75 / 3 / 2).
-            diary: with ``apply``, append a plain summary of what changed to DREAMS.md.
-
-        Raises:
-            PathNotAllowed: in a shared session (dreaming writes MEMORY.md).
-            WorkspaceError: MEMORY.md cannot be written.
-        """
-        from memdir.dreaming.phases import run_dream
-
-        if self.scope == "shared":
-            raise PathNotAllowed(f"dreaming writes {MEMORY_FILE}: run it in a private session")
-        return run_dream(
-            self.workspace,
-            self.recalls,
-            now=now(),
-            apply=apply,
-            schedule=schedule,
-            diary=diary,
-            snippet_chars=self.config.search.snippet_chars,
-        )
-
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def extract(
-        self,
-        messages: Sequence[Message],
-        *,
-        llm: LLM,
-        session: str | None = None,
-        via: str | None = None,
-    ) -> ExtractionReport:
-        """Have ``llm`` pick the durable items of a conversation and save the new ones
-        (docs/design.md#lifecycle):
-        preferences, decisions, lessons, project facts and todos, each to its MEMORY.md section
-        (the daily log in a shared session), skipping duplicates. Malformed answers are retried
-        once, then reported as warnings; provider failures are warnings too. ``session`` and
-        ``via`` go into the audit record.
-        """
-        from memdir.lifecycle.extract import extract_memories
-
-        return extract_memories(
-            self.workspace,
-            messages,
-            llm,
-            now=now(),
-            embedder=self.embedder,
-            private=self.scope == "private",
-            session=session,
-            via=via,
-        )
 
 
 def _chat_llm(config: Config) -> dict[str, str]:

@@ -18,6 +18,7 @@ from memdir.index.sync import decode_markdown
 from memdir.workspace import (
     MEMORY_FILE,
     OWNER_FILES,
+    USER_FILE,
     Workspace,
     archive_date,
     file_kind,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from memdir.index.manager import IndexManager
 
 #: Files a shared (group) session may never see (docs/design.md#scopes).
-PRIVATE_FILES = frozenset({MEMORY_FILE, "USER.md"})
+PRIVATE_FILES = frozenset({MEMORY_FILE, USER_FILE})
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from memdir.index.manager import IndexManager
     from memdir.lifecycle.forget import ForgetResult
     from memdir.review import ReviewReport
-    from memdir.search import SearchResponse
+    from memdir.search.types import SearchResponse
 
 
 class _Governed(Protocol):
@@ -68,9 +68,9 @@ class GovernanceMixin:
             shown = target
         if self.scope == "shared" and shown in PRIVATE_FILES:
             raise PathNotAllowed(f"{shown}: not available in a shared session")
-        from memdir.audit.history import history
+        from memdir.audit.trail import read_trail
 
-        records = history(self.workspace, path=shown, limit=limit)
+        records = read_trail(self.workspace, path=shown, limit=limit)
         if self.scope == "shared":  # the private files' lines are not shown
             records = [
                 replace(r, files=tuple(f for f in r.files if f.path not in PRIVATE_FILES))
@@ -106,8 +106,8 @@ class GovernanceMixin:
             PathNotAllowed: in a shared session, or a path outside the memory files.
             MemdirError: an empty target, a line range past the end of the file.
         """
-        from memdir.audit.history import history
         from memdir.audit.provenance import Provenance
+        from memdir.audit.trail import read_trail
         from memdir.dreaming.promotion import forget_key, plain_text
         from memdir.lifecycle.forget import ForgetResult, find_targets, remove_lines
 
@@ -116,7 +116,7 @@ class GovernanceMixin:
         target = target.strip()
         if not target:
             raise MemdirError("nothing to forget: give PATH#Lx[-Ly] or a query")
-        provenance = Provenance.from_records(history(self.workspace, with_lines=True))
+        provenance = Provenance.from_records(read_trail(self.workspace, with_lines=True))
         found = find_targets(
             self.workspace,
             target,
@@ -159,8 +159,8 @@ class GovernanceMixin:
             PathNotAllowed: in a shared session (the review reads MEMORY.md).
             QueryError: ``since`` is not a window or a date.
         """
-        from memdir.audit.history import history
         from memdir.audit.provenance import Provenance
+        from memdir.audit.trail import read_trail
         from memdir.review import build_review, parse_since
 
         if self.scope == "shared":
@@ -173,7 +173,7 @@ class GovernanceMixin:
         store = self.index.store()
         return build_review(
             self.workspace,
-            provenance=Provenance.from_records(history(self.workspace)),
+            provenance=Provenance.from_records(read_trail(self.workspace)),
             recalls=self.recalls.entries(),
             dirty=scan_dirty(store, self.workspace),
             file_warnings=self.index.read(lambda s: s.file_warnings()),
@@ -186,7 +186,7 @@ class GovernanceMixin:
     def audit_status(self: _Governed) -> dict[str, Any]:
         """Where the audit trail goes (git repository or log file) and what waits to be
         recorded."""
-        from memdir.audit.history import trail_status
+        from memdir.audit.trail import trail_status
 
         return trail_status(self.workspace)
 

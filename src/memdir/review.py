@@ -37,10 +37,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memdir.audit.provenance import Provenance
-from memdir.dreaming.budget import KEY_RE, BudgetUsage, budget_usage
+from memdir.dreaming.budget import BudgetUsage, budget_usage
 from memdir.dreaming.store import RecallEntry
 from memdir.errors import MemdirError
 from memdir.index.sync import DirtyState
+from memdir.markdown.generated import KEY_RE
 from memdir.markdown.sections import find_section, parse_sections
 from memdir.text import jaccard, similarity_tokens
 from memdir.workspace import MEMORY_FILE, Workspace, file_kind, is_daily_log

@@ -8,19 +8,19 @@ from datetime import datetime
 import pytest
 
 from memdir import Memory
-from memdir.agent.context import (
+from memdir.agent.context import build_system_prompt
+from memdir.config import SearchConfig
+from memdir.memory_context import (
     DAILY_FILE_CAP,
     DAILY_TOTAL_CAP,
     FILE_CHAR_CAP,
     bootstrap_sections,
-    build_system_prompt,
     daily_notes_block,
-    escape_untrusted,
     recall_for,
     truncate_middle,
 )
-from memdir.config import SearchConfig
 from memdir.tools import memory_tools
+from memdir.untrusted import escape_untrusted
 from memdir.workspace import Workspace
 from tests.helpers import write
 

@@ -7,7 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
-from memdir.audit.history import history
+from memdir.audit.trail import read_trail
 from memdir.workspace import Workspace
 from tests.audit.conftest import GitRunner
 from tests.audit.writer_proc import fact
@@ -67,7 +67,7 @@ def test_two_writers_and_a_person_lose_nothing(repo: Path, git: GitRunner) -> No
     assert failures == []
     assert all(len(out.splitlines()) == WRITES for out in outputs)
 
-    records = history(Workspace(root))
+    records = read_trail(Workspace(root))
     assert len(records) == 2 * WRITES  # one commit per write, none lost, none twice
     assert len({r.id for r in records}) == 2 * WRITES
     subjects = git(repo, "log", "--format=%s").splitlines()

@@ -6,11 +6,12 @@ from datetime import datetime
 from pathlib import Path
 
 from memdir import Memory, ScriptedLLM
-from memdir.audit.history import history, init_git, trail_status
+from memdir.audit.trail import init_git, read_trail, trail_status
 from memdir.lifecycle.flush import run_memory_flush
 from memdir.lifecycle.write import write_memory
 from memdir.llm import Message
-from memdir.workspace import Workspace, init_workspace
+from memdir.workspace import Workspace
+from memdir.workspace_templates import init_workspace
 from tests.audit.conftest import GitRunner
 
 NOW = datetime(2026, 12, 1, 9, 30)
@@ -91,7 +92,7 @@ def test_files_git_ignores_go_to_the_log(repo: Path, git: GitRunner) -> None:
     ws = Workspace(repo / "ws")
     write_memory(ws, "A private daily note", now=NOW)
     assert git(repo, "log", "-1", "--format=%s") == "ignore daily logs\n"
-    [record] = history(ws)
+    [record] = read_trail(ws)
     assert record.commit is None and record.note == "ignored by git"
     assert (repo / "ws" / ".memdir" / "audit.jsonl").exists()
 

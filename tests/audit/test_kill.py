@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from memdir.audit.history import history
+from memdir.audit.trail import read_trail
 from memdir.workspace import Workspace
 from tests.audit.conftest import GitRunner
 from tests.audit.writer_proc import fact
@@ -56,7 +56,7 @@ def test_kill_9_leaves_no_half_commit_and_loses_no_line(repo: Path, git: GitRunn
         finished += len(done)
         pending = list((root / ".memdir" / "audit" / "pending").glob("*.json"))
         recovered += len(pending)
-        records = history(ws)  # recovers under the write lock
+        records = read_trail(ws)  # recovers under the write lock
         locks = list((repo / ".git").rglob("*.lock"))
         assert locks == [], f"round {n}: git lock files left: {locks}"
         assert git(repo, "status", "--porcelain") == "", f"round {n}: working tree != HEAD"

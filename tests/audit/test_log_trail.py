@@ -10,8 +10,8 @@ import pytest
 
 from memdir import Memory, PathNotAllowed, ScriptedLLM
 from memdir.audit import audited, write_text
-from memdir.audit.history import history, trail_status
 from memdir.audit.journal import Intent, pending, save
+from memdir.audit.trail import read_trail, trail_status
 from memdir.lifecycle.archive import archive_session
 from memdir.lifecycle.capture import AutoCapture
 from memdir.lifecycle.flush import run_memory_flush
@@ -117,7 +117,7 @@ def test_a_killed_operation_is_recorded_by_the_next_one(workspace: Path) -> None
     never = Intent("deadbeef00000002", "write", NOW.astimezone())
     never.files["MEMORY.md"] = ((workspace / "MEMORY.md").read_text(), "changed")
     save(ws.state_dir, never)
-    found = history(ws)
+    found = read_trail(ws)
     assert [r.id for r in found] == ["deadbeef00000001"]
     assert found[0].files[0].added[-1] == (3, "- survived the kill")
     assert pending(ws.state_dir) == []

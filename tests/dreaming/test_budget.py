@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memdir.dreaming.budget import (
+from memdir.dreaming.budget import enforce_budget
+from memdir.markdown.generated import (
     append_entries,
-    enforce_budget,
     find_blocks,
     person_lines,
     promoted_keys,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from memdir.dreaming.budget import append_entries, budget_usage, enforce_budget
+from memdir.dreaming.budget import budget_usage, enforce_budget
+from memdir.markdown.generated import append_entries
 
 PERSON = "# Long-term memory\n\n## Decisions\n- Postgres 16 everywhere.\n"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory, PathNotAllowed
-from memdir.dreaming.budget import person_lines, promoted_keys
+from memdir.markdown.generated import person_lines, promoted_keys
 from tests.dreaming.factories import seed_recalls
 from tests.helpers import write
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.dreaming.budget import person_lines, promoted_keys
 from memdir.dreaming.phases import run_dream
 from memdir.dreaming.promotion import locate_snippet, note_blocks
+from memdir.markdown.generated import person_lines, promoted_keys
 from tests.dreaming.factories import seed_recalls
 from tests.helpers import write
 

@@ -20,7 +20,7 @@ from memdir.dreaming.store import (
     mentioned_terms,
     query_hash,
 )
-from memdir.relevance import CALIBRATIONS, Calibration, register_calibration
+from memdir.search.relevance import CALIBRATIONS, Calibration, register_calibration
 from tests.helpers import write
 
 NOW = datetime(2026, 11, 30, 9, 0)

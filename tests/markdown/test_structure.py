@@ -12,7 +12,7 @@ from memdir.markdown.structure import (
     heading_title,
     split_context,
 )
-from memdir.workspace import _TEMPLATES, TEMPLATE_LINES
+from memdir.workspace_templates import TEMPLATE_LINES, TEMPLATES
 
 
 def own_lines(text: str, start: int, end: int) -> list[str]:
@@ -57,9 +57,9 @@ def test_nested_items_continuations_tables_code_and_paragraphs_are_blocks() -> N
 
 
 def test_the_bare_template_makes_no_chunk_and_its_title_is_no_context() -> None:
-    for lang, files in _TEMPLATES.items():
+    for lang, files in TEMPLATES.items():
         assert chunk_structured(files["MEMORY.md"], skip=TEMPLATE_LINES) == [], lang
-    text = _TEMPLATES["en"]["MEMORY.md"].replace(
+    text = TEMPLATES["en"]["MEMORY.md"].replace(
         "## Decisions\n", "## Decisions\n- Postgres 16 for new services\n"
     )
     [chunk] = chunk_structured(text, skip=TEMPLATE_LINES)

@@ -10,7 +10,7 @@ import pytest
 from memdir.config import load_config
 from memdir.errors import ConfigError
 from memdir.rerank import RerankDoc, create_reranker, reranker_names
-from memdir.rerank.features import FEATURES
+from memdir.rerank.base import FEATURES
 from memdir.rerank.learned import LearnedReranker, LogisticModel, load_model
 
 

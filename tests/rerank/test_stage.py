@@ -11,8 +11,9 @@ import pytest
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
 from memdir.errors import ProviderResponseError
+from memdir.rerank.base import FEATURES
 from memdir.rerank.fake import ScriptedReranker
-from memdir.rerank.features import FEATURES, candidate_features, line_key, score_lines
+from memdir.search.features import candidate_features, line_key, score_lines
 from tests.helpers import write
 
 NOTES = {

@@ -61,7 +61,7 @@ def test_page_groups_by_day_and_links_to_the_record(client: TestClient, recorded
 
 def test_a_git_workspace_shows_memdirs_commits(sample: Path) -> None:
     from memdir import FakeEmbedder, Memory
-    from memdir.audit.history import init_git
+    from memdir.audit.trail import init_git
     from tests.ui.conftest import make_client
 
     with Memory(sample, embedder=FakeEmbedder()) as memory:

@@ -64,7 +64,7 @@ def test_progress_counts_pending_vectors() -> None:
 
 
 def _render_index(mem: Memory, status: dict[str, object]) -> str:
-    from memdir.ui.app import Inspector, UIOptions
+    from memdir.ui.inspector import Inspector, UIOptions
 
     ui = Inspector(mem, UIOptions())
     context = {"status": status, "progress": _progress(status), "warnings": []}

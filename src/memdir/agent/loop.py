@@ -2,8 +2,9 @@
 
 Each user message goes through, in order:
 
-1. auto-capture (:mod:`memdir.lifecycle.capture`) and auto-recall (the ``<relevant-memories>``
-   block, sent with this message only);
+1. auto-capture (:meth:`Memory.capture <memdir.memory.Memory.capture>`) and auto-recall (the
+   ``<relevant-memories>`` block of :func:`memdir.memory_context.recall_for`, sent with this
+   message only);
 2. upkeep: a memory flush once the request passes the flush threshold (once per compaction
    cycle), then a compaction once it passes the budget (the flush always comes first);
 3. the model call, streamed when asked, with up to :data:`~memdir.agent.turn.MAX_TOOL_ROUNDS`
@@ -21,17 +22,16 @@ writes its calls as text, a session resumed from before native tools).
 daily log); ``/search QUERY`` searches memory without the model; ``/status`` reports; ``/quit``
 extracts and ends. A provider failure is reported and never loses the history; Ctrl-C during a
 streamed reply keeps what was shown, marked as interrupted.
+
+What writes memory runs through the facade, as it does for Claude Code's hooks
+(:meth:`~memdir.memory.Memory.flush`, :meth:`~memdir.memory.Memory.archive`,
+:meth:`~memdir.memory.Memory.capture`, :meth:`~memdir.memory.Memory.extract`); this loop decides
+when, and says what happened.
 """
 
 from __future__ import annotations
 
-from memdir.agent.context import (
-    Recall,
-    build_system_prompt,
-    daily_notes_block,
-    recall_for,
-    with_recall,
-)
+from memdir.agent.context import build_system_prompt, with_recall
 from memdir.agent.session import Session
 from memdir.agent.tool_mode import ToolCalling, ToolMode
 from memdir.agent.tools import (
@@ -57,18 +57,17 @@ from memdir.agent.wire import native_wire, text_wire
 from memdir.clock import now
 from memdir.config import LLMConfig
 from memdir.errors import MemdirError, ToolsUnsupported
-from memdir.lifecycle.archive import archive_session
-from memdir.lifecycle.capture import AutoCapture
 from memdir.lifecycle.compact import (
     CompactionResult,
     compact_history,
     compaction_budget,
     split_for_compaction,
 )
-from memdir.lifecycle.flush import flush_due, flush_threshold, run_memory_flush
+from memdir.lifecycle.flush import flush_due, flush_threshold
 from memdir.llm.base import LLM, Message, count_message_tokens
 from memdir.llm.chat import ToolDefinition, tools_json
 from memdir.memory import Memory
+from memdir.memory_context import Recall, daily_notes_block, recall_for
 
 __all__ = ["HELP", "ChatAgent", "Output", "ToolMode"]
 
@@ -397,13 +396,11 @@ class ChatAgent:
     # -- lifecycle --------------------------------------------------------------------------
 
     def _flush(self) -> list[str]:
-        result = run_memory_flush(
-            self.memory.workspace,
+        result = self.memory.flush(
             # As text: the flush sends no tool definitions, and Anthropic refuses tool blocks
             # in a request without them.
             text_wire(self.session.history, self.session.summary),
-            self.llm,
-            now=now(),
+            llm=self.llm,
             system=self.system_prompt,
             max_tokens=self.max_output_tokens,
             session=self.session.id,
@@ -416,10 +413,8 @@ class ChatAgent:
         elif result.no_reply:
             notes.append("memory flush: nothing new to save")
         else:
-            where = sorted({r.path for r in result.written})
-            notes.append(
-                f"memory flush: {result.appended} line(s) saved to {', '.join(where) or '-'}"
-            )
+            where = ", ".join(result.paths) or "-"
+            notes.append(f"memory flush: {result.appended} line(s) saved to {where}")
         return notes
 
     def compact(self, *, manual: bool) -> list[str]:
@@ -472,12 +467,10 @@ class ChatAgent:
         if has_turns and not self.session.flushed_this_cycle:
             notes.extend(self._flush())
         try:
-            archived = archive_session(
-                self.memory.workspace,
+            archived = self.memory.archive(
                 self._dialogue(),
                 session_id=self.session.id,
                 started_at=self.session.started_at,
-                now=now(),
                 llm=self.llm,
                 source=f"{self.source} ({self.session.scope} session)",
             )
@@ -485,8 +478,7 @@ class ChatAgent:
             notes.append(f"session not archived: {exc}")
         else:
             if archived is not None:
-                how = "" if archived.from_llm else f" (time slug: {archived.note or 'fallback'})"
-                notes.append(f"archived {archived.messages} messages to {archived.path}{how}")
+                notes.append(archived.summary("fallback"))
         notes.extend(self._extract_session())
         self.session = self._new_session()
         self._begin()
@@ -534,9 +526,7 @@ class ChatAgent:
     def _begin(self) -> None:
         self.daily_notes = daily_notes_block(self.memory.workspace, now())
         self.capture = (
-            AutoCapture(self.memory.workspace, session=self.session.id)
-            if self.capture_enabled
-            else None
+            self.memory.capture(session=self.session.id) if self.capture_enabled else None
         )
 
     def _dialogue(self) -> list[Message]:

@@ -12,7 +12,7 @@ it needs a reliable answer per line. The answer comes from the audit trail:
 - ``init`` records (the templates of ``memdir init --git``) do not count: the templates are the
   person's to keep or change.
 - Dream promotions carry their own marker (``<!-- memdir:promoted … -->`` inside a generated
-  block, :func:`memdir.dreaming.budget.generated_indexes`), so they count as generated even when
+  block, :func:`memdir.markdown.generated.generated_indexes`), so they count as generated even when
   they predate the audit trail; a line a person typed inside a generated block does not.
 
 What this cannot know: lines memdir wrote before the audit trail existed (other than dream
@@ -29,7 +29,7 @@ from datetime import datetime
 
 from memdir.audit.merge import line_key
 from memdir.audit.records import AuditRecord
-from memdir.dreaming.budget import generated_indexes
+from memdir.markdown.generated import generated_indexes
 from memdir.workspace import MEMORY_FILE
 
 #: Records of these components do not make lines memdir's (the person owns the templates).

@@ -6,7 +6,7 @@ import click
 
 from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
 from memdir.cli.main import cli
-from memdir.dreaming import Candidate, DreamReport
+from memdir.dreaming import DreamReport, PromotionCandidate
 from memdir.dreaming.scoring import CONSOLIDATION_WINDOW_DAYS, DIVERSITY_TARGET
 
 PREVIEW_TEXT_CHARS = 110
@@ -115,7 +115,7 @@ def _print_report(report: DreamReport, limit: int) -> None:
         )
 
 
-def _print_candidate(candidate: Candidate, *, applied: bool) -> None:
+def _print_candidate(candidate: PromotionCandidate, *, applied: bool) -> None:
     entry = candidate.entry
     status = candidate.status
     if candidate.failures:
@@ -134,7 +134,7 @@ def _print_candidate(candidate: Candidate, *, applied: bool) -> None:
             stdout().print(f"      + {_short(line)}")
 
 
-def _print_explain(report: DreamReport, candidate: Candidate) -> None:
+def _print_explain(report: DreamReport, candidate: PromotionCandidate) -> None:
     out = stdout()
     entry, factors = candidate.entry, candidate.factors
     out.print(f"{entry.key}  {entry.citation}")

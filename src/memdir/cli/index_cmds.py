@@ -23,7 +23,8 @@ from memdir.cli.main import cli
 from memdir.config import load_config
 from memdir.index.background import EmbedProgress
 from memdir.llm.tool_support import tool_refusals
-from memdir.workspace import Workspace, init_workspace
+from memdir.workspace import Workspace
+from memdir.workspace_templates import init_workspace
 
 
 @cli.command("init")
@@ -60,7 +61,7 @@ def init_command(
     else:
         out.print("  already initialised; nothing changed")
     if with_git:
-        from memdir.audit.history import init_git  # dulwich loads only when asked for
+        from memdir.audit.trail import init_git  # dulwich loads only when asked for
 
         workspace = Workspace(root, audit_git=load_config(root).audit.git)
         repository, commit = init_git(workspace, created)

@@ -19,7 +19,7 @@ _EXPORTS = {
     "MEMORY_BUDGET_CHARS": "memdir.dreaming.budget",
     "RECALL_NAME": "memdir.dreaming.store",
     "SCHEDULE_GATES": "memdir.dreaming.scoring",
-    "Candidate": "memdir.dreaming.phases",
+    "PromotionCandidate": "memdir.dreaming.phases",
     "DreamReport": "memdir.dreaming.phases",
     "Factors": "memdir.dreaming.scoring",
     "Gates": "memdir.dreaming.scoring",
@@ -32,7 +32,7 @@ __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:
     from memdir.dreaming.budget import MEMORY_BUDGET_CHARS
-    from memdir.dreaming.phases import Candidate, DreamReport, run_dream
+    from memdir.dreaming.phases import DreamReport, PromotionCandidate, run_dream
     from memdir.dreaming.scoring import MANUAL_GATES, SCHEDULE_GATES, Factors, Gates
     from memdir.dreaming.store import RECALL_NAME, RecallEntry, RecallStore, record_recalls
 
@@ -41,10 +41,10 @@ __all__ = [
     "MEMORY_BUDGET_CHARS",
     "RECALL_NAME",
     "SCHEDULE_GATES",
-    "Candidate",
     "DreamReport",
     "Factors",
     "Gates",
+    "PromotionCandidate",
     "RecallEntry",
     "RecallStore",
     "record_recalls",

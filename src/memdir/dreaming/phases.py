@@ -27,11 +27,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memdir.audit import Operation, audited, check_writable
-from memdir.dreaming.budget import MEMORY_BUDGET_CHARS, generated_indexes
+from memdir.dreaming.budget import MEMORY_BUDGET_CHARS
 from memdir.dreaming.promotion import (
     DEDUPE_JACCARD,
     DONE_STATUSES,
-    DREAMS_FILE,
     NoteBlock,
     Outcome,
     PromotionResult,
@@ -52,9 +51,10 @@ from memdir.dreaming.scoring import (
 )
 from memdir.dreaming.store import RecallEntry, RecallStore
 from memdir.errors import MemdirError, PathNotAllowed
+from memdir.markdown.generated import generated_indexes
 from memdir.text import jaccard, similarity_tokens, stem
 from memdir.untrusted import preview
-from memdir.workspace import MEMORY_FILE, Workspace
+from memdir.workspace import DREAMS_FILE, MEMORY_FILE, Workspace
 
 LIGHT_DAYS = 2
 LIGHT_MIN_CONTAINMENT = 0.5
@@ -169,7 +169,7 @@ def theme_strengths(themes: Sequence[Theme]) -> dict[str, float]:
 
 
 @dataclass
-class Candidate:
+class PromotionCandidate:
     """A recall entry with its score, each gate it passes or fails, its gate failures and,
     once selected, its outcome."""
 
@@ -228,14 +228,14 @@ def deep_phase(
     themes: Mapping[str, float],
     light: Sequence[NoteBlock],
     gates: Gates,
-) -> list[Candidate]:
+) -> list[PromotionCandidate]:
     """Score every entry, mark the ones to promote (best first, within the per-run limit)."""
     light_tokens = [similarity_tokens(block.text) for block in light]
     candidates = []
     for entry in entries:
         signal = _containment(similarity_tokens(entry.snippet), light_tokens)
         factors = score_entry(entry, now=now, themes=themes, light_signal=signal)
-        candidate = Candidate(entry, factors)
+        candidate = PromotionCandidate(entry, factors)
         if entry.promoted_at is None:
             note = entry.note_date
             candidate.checks = gate_checks(
@@ -269,7 +269,7 @@ class DreamReport:
     gates: Gates
     light: LightReport
     themes: list[Theme]
-    candidates: list[Candidate]
+    candidates: list[PromotionCandidate]
     promotion: PromotionResult
     budget: int
     diary: str | None = None
@@ -279,7 +279,7 @@ class DreamReport:
     def promoted(self) -> list[Outcome]:
         return [o for o in self.promotion.outcomes if o.status == "promoted"]
 
-    def find(self, key: str) -> Candidate:
+    def find(self, key: str) -> PromotionCandidate:
         """The candidate whose key is or starts with ``key``.
 
         Raises:
@@ -428,9 +428,9 @@ __all__ = [
     "LIGHT_DAYS",
     "RECALL_RETENTION_DAYS",
     "REM_MIN_STRENGTH",
-    "Candidate",
     "DreamReport",
     "LightReport",
+    "PromotionCandidate",
     "Theme",
     "daily_signal",
     "dedupe_blocks",

@@ -20,9 +20,10 @@ For each selected entry:
    any line there) or taken earlier in the run is dropped; an entry left with nothing to add is
    "nothing new" (and counts as promoted: its content is in MEMORY.md or is generated text).
 7. Each remaining block becomes ``- text <!-- memdir:promoted PATH#La-Lb key=KEY -->`` in the
-   block of the day (:mod:`memdir.dreaming.budget`), then the budget is enforced. Its text has
-   every secret redacted (:mod:`memdir.privacy`), found on the whole note: a block inside a
-   private key is redacted even though its lines alone look like nothing.
+   block of the day (:mod:`memdir.markdown.generated`), then the budget
+   (:mod:`memdir.dreaming.budget`) is enforced. Its text has every secret redacted
+   (:mod:`memdir.privacy`), found on the whole note: a block inside a private key is redacted
+   even though its lines alone look like nothing.
 
 Writing MEMORY.md: under the workspace's memory write lock (the one ``memory_write`` takes,
 :func:`memdir.lifecycle.write.memory_write_lock`), read → modify → check the file did not change
@@ -41,23 +42,20 @@ from datetime import datetime
 from pathlib import Path
 
 from memdir.audit import append_text, audited, line_hash, write_text
-from memdir.dreaming.budget import (
+from memdir.dreaming.budget import MEMORY_BUDGET_CHARS, enforce_budget
+from memdir.dreaming.store import RecallEntry, mentioned_terms
+from memdir.errors import PathNotAllowed, WorkspaceError
+from memdir.fileio import read_regular_file
+from memdir.markdown.generated import (
     KEY_RE,
-    MEMORY_BUDGET_CHARS,
-    enforce_budget,
     generated_indexes,
     promoted_keys,
     split_lines,
 )
-from memdir.dreaming.budget import append_entries as append_to_block
-from memdir.dreaming.store import RecallEntry, mentioned_terms
-from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.fileio import read_regular_file
+from memdir.markdown.generated import append_entries as append_to_block
 from memdir.text import jaccard, similarity_tokens, stem
 from memdir.untrusted import looks_like_injection
-from memdir.workspace import MEMORY_FILE, Workspace
-
-DREAMS_FILE = "DREAMS.md"
+from memdir.workspace import DREAMS_FILE, MEMORY_FILE, Workspace
 
 DEDUPE_JACCARD = 0.9
 WRITE_ATTEMPTS = 5

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import IndexStoreError
-from memdir.search import SearchResponse
+from memdir.search.types import SearchResponse
 from memdir.sqlitedb import apply_migrations, open_wal
 from memdir.text import has_cjk, stem
 from memdir.workspace import is_daily_log

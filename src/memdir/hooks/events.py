@@ -6,18 +6,19 @@ Claude Code runs the command with the hook's JSON on stdin (``session_id``,
 
 - ``session-start`` (``SessionStart``): the session's memory, USER.md and MEMORY.md, then today's
   and yesterday's daily logs, within the bootstrap caps and ``[hooks] session_start_chars``
-  (:func:`~memdir.agent.context.session_memory_context`), as additional context.
+  (:func:`~memdir.memory_context.session_memory_context`), as additional context.
 - ``user-prompt-submit`` (``UserPromptSubmit``): auto-recall, the hits for the prompt scoring at
   least ``[hooks] recall_min_score`` (0.3: a 30 % chance of answering with the default model)
   as short cited snippets in ``<relevant-memories>``, or nothing
-  (:func:`~memdir.agent.context.recall_for`), within ``[hooks] recall_timeout``.
+  (:func:`~memdir.memory_context.recall_for`), within ``[hooks] recall_timeout``.
 - ``pre-compact`` (``PreCompact``): the memory flush of ``memdir chat``
-  (:func:`~memdir.lifecycle.flush.run_memory_flush`) over the transcript written since the last
+  (:meth:`Memory.flush <memdir.memory.Memory.flush>`) over the transcript written since the last
   flush, appending durable facts to today's daily log (append-only, deduplicated); once per
   compaction (the transcript line it got to is remembered per session). Without an LLM it
-  auto-captures what the user asked to be remembered (:mod:`memdir.lifecycle.capture`).
+  auto-captures what the user asked to be remembered (:meth:`Memory.capture
+  <memdir.memory.Memory.capture>`).
 - ``session-end`` (``SessionEnd``): the session archive of ``/new``
-  (:func:`~memdir.lifecycle.archive.archive_session`): the last messages to
+  (:meth:`Memory.archive <memdir.memory.Memory.archive>`): the last messages to
   ``memory/<date>-<slug>.md``, the slug from the LLM, else the start time ``HHMM``.
 
 A hook never breaks Claude Code: the search and every model call are bounded (``[hooks]
@@ -37,7 +38,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from memdir.agent.context import recall_for, session_memory_context
 from memdir.clock import now
 from memdir.deadline import run_with_timeout
 from memdir.errors import MemdirError
@@ -46,6 +46,7 @@ from memdir.hooks.transcript import Transcript, read_transcript
 from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.registry import chat_llm_choice, create_llm
 from memdir.memory import Memory
+from memdir.memory_context import recall_for, session_memory_context
 
 #: Hook input on stdin beyond this many bytes is not read (a prompt is at most a few MB).
 MAX_INPUT_BYTES = 16 * 1024 * 1024
@@ -212,8 +213,6 @@ def _pre_compact(
 def _session_end(
     memory: Memory, hook: HookInput, reply: HookReply, llm_factory: LLMFactory
 ) -> None:
-    from memdir.lifecycle.archive import archive_session
-
     state = SessionState.load(memory, hook.session_id)
     transcript = _transcript(hook, start_line=0)
     dialogue = transcript.dialogue
@@ -222,12 +221,10 @@ def _session_end(
         return
     llm = _llm(memory, llm_factory, reply, "the archive's slug")
     settings = memory.config.hooks
-    archived = archive_session(
-        memory.workspace,
+    archived = memory.archive(
         dialogue,
         session_id=hook.session_id or "unknown",
         started_at=transcript.started_at or now(),
-        now=now(),
         llm=llm,
         source=f"{SOURCE} ({hook.reason or 'session end'})",
         slug_timeout=settings.slug_timeout,
@@ -235,8 +232,7 @@ def _session_end(
     state.archived_messages = len(dialogue)
     state.save(memory)
     if archived is not None:
-        how = "" if archived.from_llm else f" (time slug: {archived.note or 'no LLM'})"
-        reply.notes.append(f"archived {archived.messages} messages to {archived.path}{how}")
+        reply.notes.append(archived.summary("no LLM"))
 
 
 _HANDLERS: dict[str, tuple[Callable[[Memory, HookInput, HookReply, LLMFactory], None], str]] = {
@@ -254,8 +250,6 @@ def _flush(
     memory: Memory, transcript: Transcript, llm: LLM, session_id: str, reply: HookReply
 ) -> bool:
     """The memory flush over ``transcript``; False when the model failed."""
-    from memdir.lifecycle.flush import run_memory_flush
-
     settings = memory.config.hooks
     messages, cut = _recent(transcript.messages, settings.flush_input_tokens)
     if cut:
@@ -263,11 +257,9 @@ def _flush(
             f"memory flush: the model saw the last {len(messages)} of "
             f"{len(transcript.messages)} messages ([hooks] flush_input_tokens)"
         )
-    result = run_memory_flush(
-        memory.workspace,
+    result = memory.flush(
         messages,
-        llm,
-        now=now(),
+        llm=llm,
         session=f"claude-code {session_id}",
         timeout=settings.flush_timeout,
     )
@@ -275,16 +267,14 @@ def _flush(
     if result.error:
         reply.notes.append(result.error)
     elif result.appended:
-        where = ", ".join(sorted({r.path for r in result.written if r.written}))
+        where = ", ".join(result.paths)
         reply.system_message = f"memdir: memory flush saved {result.appended} line(s) to {where}"
     return result.ok
 
 
 def _capture(memory: Memory, transcript: Transcript, session_id: str) -> int:
     """Without a model: what the user plainly asked to be remembered (auto-capture's rules)."""
-    from memdir.lifecycle.capture import AutoCapture
-
-    capture = AutoCapture(memory.workspace, session=f"claude-code {session_id}")
+    capture = memory.capture(session=f"claude-code {session_id}")
     at = now()
     for message in transcript.messages:
         if message.role == "user":

@@ -147,7 +147,7 @@ class IndexSettings:
 
 def open_lifecycle(options: LifecycleOptions) -> IndexLifecycle:
     """The lifecycle for ``options.url``, chosen by its scheme (one of
-    :data:`memdir.config.INDEX_URL_SCHEMES`, checked with the settings).
+    :data:`memdir.config_choices.INDEX_URL_SCHEMES`, checked with the settings).
 
     Raises:
         IndexStoreError: the engine's driver is not installed.

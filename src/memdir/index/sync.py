@@ -41,7 +41,8 @@ from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
 from memdir.markdown.greedy import chunk_greedy
 from memdir.markdown.structure import chunk_structured
 from memdir.text import KEYWORD_TOKENIZERS, estimate_tokens
-from memdir.workspace import TEMPLATE_LINES, FileEntry, Skipped, Workspace, file_kind
+from memdir.workspace import FileEntry, Skipped, Workspace, file_kind
+from memdir.workspace_templates import TEMPLATE_LINES
 
 #: Files larger than this are indexed for keyword search only (embedding them would take
 #: minutes and one huge file is rarely a memory); status says so.

@@ -60,6 +60,12 @@ class ArchiveResult:
     messages: int
     note: str = ""
 
+    def summary(self, fallback: str) -> str:
+        """One line saying where the session went (and, for a time slug, why: ``note``, else
+        ``fallback``)."""
+        how = "" if self.from_llm else f" (time slug: {self.note or fallback})"
+        return f"archived {self.messages} messages to {self.path}{how}"
+
 
 def sanitise_slug(raw: str) -> str | None:
     """Turn a model's answer into 1–2 lowercase ASCII words joined by ``-``, ≤ 30 chars.

@@ -76,6 +76,11 @@ class FlushResult:
     def appended(self) -> int:
         return sum(1 for result in self.written if result.written)
 
+    @property
+    def paths(self) -> list[str]:
+        """The files the lines went to (or were found in already), sorted."""
+        return sorted({result.path for result in self.written})
+
 
 def flush_threshold(context_window: int, max_output_tokens: int) -> int:
     """Tokens at which the flush runs: the compaction budget minus a soft margin.

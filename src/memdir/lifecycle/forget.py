@@ -24,7 +24,7 @@ from memdir.audit import audited, check_writable, read_text, write_text
 from memdir.audit.merge import line_key, split_lines
 from memdir.audit.provenance import Provenance
 from memdir.errors import MemdirError
-from memdir.search import SearchResponse
+from memdir.search.types import SearchResponse
 from memdir.text import similarity_tokens
 from memdir.workspace import Workspace
 

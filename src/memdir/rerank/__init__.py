@@ -1,10 +1,12 @@
-"""The rerank stage: a second opinion on the best fused candidates, before MMR.
+"""Rerankers: a second opinion on the best placed passages of a search (the providers only).
 
-- :mod:`memdir.rerank.base`: the :class:`Reranker` protocol and :class:`RerankDoc`;
+- :mod:`memdir.rerank.base`: the :class:`Reranker` protocol, :class:`RerankDoc` and the
+  features a reranker is given;
 - :mod:`memdir.rerank.registry`: ``[rerank] provider`` → reranker (``learned``, ``http``,
-  ``llm``, ``none``);
-- :mod:`memdir.rerank.features`: line-level scores and the features of each candidate;
-- :mod:`memdir.rerank.stage`: the stage itself, as :func:`memdir.search.run_search` runs it.
+  ``llm``, ``none``).
+
+The stage that runs them, and the line features it computes, are part of the search pipeline:
+:mod:`memdir.search.rerank_stage` and :mod:`memdir.search.features`.
 """
 
 from memdir.rerank.base import RerankDoc, Reranker

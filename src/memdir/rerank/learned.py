@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import ConfigError
-from memdir.rerank.base import RerankDoc
-from memdir.rerank.features import FEATURES
+from memdir.rerank.base import FEATURES, RerankDoc
 
 #: The shipped weights, next to this module.
 WEIGHTS_FILE = "learned.json"

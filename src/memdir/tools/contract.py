@@ -32,7 +32,7 @@ MAX_GET_LINES = 400
 MAX_GET_CHARS = 10_000
 
 #: What a search score means, said once for every description (and docs/cli.md): a calibrated
-#: relevance with the local models (:mod:`memdir.relevance`), the raw fused score otherwise.
+#: relevance with the local models (:mod:`memdir.search.relevance`), the raw fused score otherwise.
 SCORE_MEANING = (
     "a score from 0 to 1, the estimated chance that the snippet answers the query (0.5: as "
     "likely as not; the best result of a real question is often lower, so read the top few "

@@ -7,7 +7,8 @@ writes. Built on Starlette, uvicorn and Jinja2 (all in the default install), ove
 :class:`~memdir.memory.Memory` as the CLI and the MCP server.
 """
 
-from memdir.ui.app import UIOptions, create_app
+from memdir.ui.app import create_app
+from memdir.ui.inspector import UIOptions
 from memdir.ui.server import serve
 
 __all__ = ["UIOptions", "create_app", "serve"]

@@ -61,7 +61,7 @@ def score_parts(explain: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The parts of a search score as rows: ``label``, ``text`` and, for a part in [0, 1],
     ``fraction`` (drawn as a bar)."""
     rows = []
-    # The relevance model's own parts (memdir.relevance) beside the search's, once each.
+    # The relevance model's own parts (memdir.search.relevance) beside the search's, once each.
     nested = explain.get("parts")
     flat = {k: v for k, v in explain.items() if k != "parts"}
     if isinstance(nested, Mapping):
@@ -93,7 +93,7 @@ def score_parts(explain: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def scoring_note(config: SearchConfig, mode: str, calibrated: bool = False) -> str:
     """How the scores of a search in ``mode`` are made, in one line (``calibrated``: the score
-    shown is the calibrated relevance of the parts, see :mod:`memdir.relevance`)."""
+    shown is the calibrated relevance of the parts, see :mod:`memdir.search.relevance`)."""
     if mode == "keyword":
         note = (
             "keyword-only: 0.45·term coverage + 0.35·BM25 (to the best) + 0.1·density "

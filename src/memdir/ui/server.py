@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from memdir.errors import MemdirError
 from memdir.memory import Memory
-from memdir.ui.app import UIOptions, create_app
+from memdir.ui.app import create_app
+from memdir.ui.inspector import UIOptions
 from memdir.ui.security import LOOPBACK_NAMES, is_loopback
 
 DEFAULT_PORT = 8765

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from memdir.dreaming import DreamReport
 from memdir.errors import QueryError
 from memdir.memory import Memory
-from memdir.ui.app import inspector
+from memdir.ui.inspector import inspector
 
 GATES = ("manual", "schedule")
 #: How many past runs the page lists.

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from memdir.errors import QueryError
 from memdir.memory import Memory
 from memdir.memory_browse import GetResult, MemoryFile
-from memdir.ui.app import inspector
+from memdir.ui.inspector import inspector
 from memdir.workspace import MEMORY_FILE
 
 #: Lines shown on one page of a file view; longer files get previous/next links.

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from memdir.audit.records import COMPONENTS
 from memdir.errors import QueryError
-from memdir.ui.app import inspector
+from memdir.ui.inspector import inspector
 
 #: Most events a page or the API lists.
 MAX_EVENTS = 500

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memdir.ui.app import inspector
+from memdir.ui.inspector import inspector
 
 
 def api(request: Request) -> Response:

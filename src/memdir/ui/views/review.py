@@ -7,7 +7,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memdir.ui.app import inspector
+from memdir.ui.inspector import inspector
 
 
 def _since(request: Request) -> str:

@@ -14,9 +14,9 @@ from starlette.responses import JSONResponse, Response
 
 from memdir.config import MAX_RESULTS
 from memdir.errors import QueryError
-from memdir.search import SearchResponse
+from memdir.search.types import SearchResponse
 from memdir.ui import present
-from memdir.ui.app import inspector
+from memdir.ui.inspector import inspector
 
 
 def _params(request: Request) -> tuple[str, int | None, float | None]:

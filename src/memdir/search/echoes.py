@@ -17,12 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from memdir.search.types import Candidate
 from memdir.workspace import archive_date, file_kind, is_daily_log
-
-if TYPE_CHECKING:
-    from memdir.search import Candidate
 
 #: A quoted line must be this long (normalised) to count: "- done", "ok" are not quotes.
 MIN_QUOTE_CHARS = 16

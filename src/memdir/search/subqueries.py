@@ -17,14 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
-from memdir.errors import ProviderError
+from memdir.search.types import SearchResult
 from memdir.text import has_cjk
-
-if TYPE_CHECKING:
-    from memdir.embeddings.base import Embedder
-    from memdir.results import SearchResult
 
 T = TypeVar("T")
 
@@ -135,25 +131,7 @@ def without_repeated_lines(results: Sequence[SearchResult]) -> list[SearchResult
     return out
 
 
-def embed_queries(
-    embedder: Embedder | None, parts: Sequence[str], warnings: list[str]
-) -> dict[str, Any]:
-    """Each query's vector (a query whose embedding failed is left out, with a warning)."""
-    out: dict[str, Any] = {}
-    if embedder is None:
-        return out
-    for part in parts:
-        if not part.strip():
-            continue
-        try:
-            out[part] = embedder.embed_query(part)
-        except ProviderError as exc:
-            warnings.append(f"query embedding failed, keyword search only: {exc}")
-    return out
-
-
 __all__ = [
-    "embed_queries",
     "merge_rankings",
     "passage_id",
     "split_query",

@@ -7,10 +7,11 @@ scores blur it. :func:`score_lines` scores each line of a candidate on its own:
 - its cosine similarity to the query, from the line's embedding (``chunking.line_vectors``
   puts every line's embedding in the embedding cache; a line without one has no cosine);
 - its query-term coverage: the share of the query's term weight (each term weighted by its
-  rarity among the candidates, :func:`memdir.results.term_weights`) found in the line.
+  rarity among the candidates, :func:`memdir.search.terms.term_weights`) found in the line.
 
-The best line gives features for reranking (:func:`candidate_features`) and the line a snippet
-is centred on (:attr:`LineScores.focus`). Every feature is defined whatever the chunk size: a
+The best line gives features for reranking (:func:`candidate_features`, the
+:data:`~memdir.rerank.base.FEATURES` a reranker is given) and the line a snippet is centred on
+(:attr:`LineScores.focus`). Every feature is defined whatever the chunk size: a
 one-line chunk's best line is the chunk.
 """
 
@@ -23,23 +24,7 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.markdown.chunking import text_hash
-from memdir.results import chunk_tokens, needs_segmentation
-
-#: The features of :func:`candidate_features`, in the order a learned model reads them.
-FEATURES = (
-    "fused",  # the fused score (vector and keyword legs)
-    "fused_gap",  # fused score minus the best fused score of this query's candidates
-    "vector",  # the chunk's cosine similarity
-    "text",  # the chunk's keyword score (saturated BM25)
-    "rank",  # 1 / (1 + position in the fused order)
-    "line_cos",  # the best line's cosine (the chunk's cosine when no line has a vector)
-    "line_cos_gap",  # line_cos minus the best line_cos of this query's candidates
-    "line_cos_lift",  # line_cos minus the chunk's cosine
-    "line_cov",  # the best line's query-term coverage
-    "line_cov_gap",  # line_cov minus the best line_cov of this query's candidates
-    "chunk_cov",  # the chunk's query-term coverage
-    "line_score",  # the best line's combined score (see LINE_COVERAGE_WEIGHT)
-)
+from memdir.search.terms import chunk_tokens, needs_segmentation
 
 #: A line's combined score is ``cosine + LINE_COVERAGE_WEIGHT · coverage`` (cosines of e5-style
 #: models sit in a narrow band, so coverage needs a small weight to break their ties).
@@ -130,7 +115,8 @@ def candidate_features(
     lines: Sequence[LineScores],
     weights: Mapping[str, float],
 ) -> list[dict[str, float]]:
-    """The :data:`FEATURES` of each candidate (given in fused order, best first)."""
+    """The :data:`~memdir.rerank.base.FEATURES` of each candidate (given in fused order, best
+    first)."""
     n = len(texts)
     if n == 0:
         return []
@@ -161,7 +147,6 @@ def candidate_features(
 
 
 __all__ = [
-    "FEATURES",
     "LINE_COVERAGE_WEIGHT",
     "LineScores",
     "LineVectors",

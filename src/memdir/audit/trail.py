@@ -1,7 +1,8 @@
-"""Reading the audit trail: :func:`history` (``memdir log``), :func:`init_git`
-(``memdir init --git``) and :func:`trail_status`.
+"""Reading the audit trail: :func:`read_trail` (``memdir log``), :func:`init_git`
+(``memdir init --git``) and :func:`trail_status`. (What a person browses as the workspace's
+history, the trail's records with the files' own, is :mod:`memdir.history`.)
 
-In a git workspace the history is memdir's commits reachable from HEAD (a commit carries the
+In a git workspace the trail is memdir's commits reachable from HEAD (a commit carries the
 ``Memdir-Id:`` trailer) plus any record kept in ``.memdir/audit.jsonl`` (paths git ignores, or a
 commit that failed); without git, the log file alone. A ``git revert`` of a memdir commit is the
 person's commit, not memdir's: it is not listed, but :mod:`memdir.audit.provenance` sees its
@@ -31,7 +32,7 @@ from memdir.errors import ReadOnly, WorkspaceError
 from memdir.workspace import Workspace
 
 
-def history(
+def read_trail(
     workspace: Workspace,
     *,
     path: str | None = None,
