@@ -35,6 +35,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "memdir-home"
     home.mkdir()
     monkeypatch.setenv("MEMDIR_HOME", str(home))
+    # No test process talks to, or starts, a per-user service unless it asks for one
+    # (tests/service/).
+    monkeypatch.setenv("MEMDIR_SERVICE", "off")
     for var in _SECRET_VARS:
         monkeypatch.delenv(var, raising=False)
     return home

@@ -4,9 +4,11 @@ The names below are imported on first use (a command that does not need the LLM 
 index never loads them); ``from memdir import Memory`` works as usual.
 """
 
-from typing import TYPE_CHECKING
-
 from memdir._lazy import lazy_exports
+
+#: ``typing.TYPE_CHECKING`` without importing typing (every start of the executable imports
+#: this package; see memdir.client): type checkers treat the name as true.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 

@@ -1,5 +1,6 @@
-"""``python -m memdir`` runs the CLI."""
+"""``python -m memdir`` runs the ``memdir`` executable (the per-user service's thin client in
+front of the CLI: :mod:`memdir.client`)."""
 
-from memdir.cli import main
+from memdir.client import main
 
 main()

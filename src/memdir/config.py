@@ -27,6 +27,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from memdir.config_agents import CLAUDE_CODE_HOOK_CHARS as CLAUDE_CODE_HOOK_CHARS
+from memdir.config_agents import MAX_RESULTS as MAX_RESULTS
+from memdir.config_agents import HooksConfig as HooksConfig
+from memdir.config_agents import ServiceConfig as ServiceConfig
 from memdir.config_choices import (
     CHOICES,
     LOCAL_EMBEDDING_MODELS,
@@ -116,11 +120,6 @@ class ChunkingConfig:
             )
         check_choice("chunking.pooling", self.pooling)
         check_choice("chunking.boundaries", self.boundaries)
-
-
-#: The most results one search returns, for every caller: the library, the CLI, the MCP server,
-#: the chat agent, the web page (the tool contract, :mod:`memdir.tools`, states it to models).
-MAX_RESULTS = 50
 
 
 @dataclass(frozen=True)
@@ -360,57 +359,6 @@ class AuditConfig:
             raise ConfigError("audit: need todo_days ≥ 0")
 
 
-#: The most characters Claude Code puts in the context from one hook's output; a longer output
-#: is saved to a file and only a preview reaches the model (Claude Code 2.1.197).
-CLAUDE_CODE_HOOK_CHARS = 10_000
-
-
-@dataclass(frozen=True)
-class HooksConfig:
-    """The Claude Code hooks (``memdir hook <event>``; README, "Claude Code hooks").
-
-    ``session_start_chars``: the memory context at session start (MEMORY.md, USER.md, today's
-    and yesterday's daily logs) in at most this many characters (Claude Code keeps at most
-    10,000). ``recall``: auto-recall before each prompt, at most ``recall_max_items`` hits
-    scoring at least ``recall_min_score`` (a calibrated relevance with the default model: a 30 %
-    chance of answering; OpenClaw's auto-recall threshold), in at most ``recall_max_chars``
-    characters.
-    ``flush_input_tokens``: the memory flush before a compaction shows the model the most recent
-    part of the transcript within this many tokens. ``recall_timeout``, ``flush_timeout`` and
-    ``slug_timeout`` bound the search, the flush and the archive's slug (seconds; the installed
-    hooks allow Claude Code a little more).
-    """
-
-    session_start_chars: int = 9_000
-    recall: bool = True
-    recall_max_items: int = 3
-    recall_min_score: float = 0.3
-    recall_max_chars: int = 1_500
-    recall_timeout: float = 10.0
-    flush_input_tokens: int = 32_000
-    flush_timeout: float = 45.0
-    slug_timeout: float = 10.0
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not 500 <= self.session_start_chars <= CLAUDE_CODE_HOOK_CHARS:
-            problems.append(f"500 ≤ session_start_chars ≤ {CLAUDE_CODE_HOOK_CHARS:,}")
-        if not 1 <= self.recall_max_items <= MAX_RESULTS:
-            problems.append(f"1 ≤ recall_max_items ≤ {MAX_RESULTS}")
-        if not 0 <= self.recall_min_score <= 1:
-            problems.append("0 ≤ recall_min_score ≤ 1")
-        if not 200 <= self.recall_max_chars <= CLAUDE_CODE_HOOK_CHARS:
-            problems.append(f"200 ≤ recall_max_chars ≤ {CLAUDE_CODE_HOOK_CHARS:,}")
-        if self.flush_input_tokens < 1_000:
-            problems.append("flush_input_tokens ≥ 1000")
-        if not 0 < self.recall_timeout <= 60 or not 0 < self.slug_timeout <= 60:
-            problems.append("0 < recall_timeout ≤ 60 and 0 < slug_timeout ≤ 60")
-        if not 0 < self.flush_timeout <= 600:
-            problems.append("0 < flush_timeout ≤ 600")
-        if problems:
-            raise ConfigError("hooks: need " + ", ".join(problems))
-
-
 @dataclass(frozen=True)
 class Config:
     """All of memdir's settings.
@@ -426,6 +374,7 @@ class Config:
     audit: AuditConfig = field(default_factory=AuditConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     #: Where each setting that is not a default came from: ``"section.key"`` → the config
     #: file's path, or ``arguments`` (see :meth:`origin`). Not part of equality.

@@ -7,8 +7,10 @@ on in the background (a thread cannot be stopped) and its result is dropped.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from memdir.errors import MemdirError
@@ -18,6 +20,23 @@ T = TypeVar("T")
 
 class CallTimedOut(MemdirError):
     """The work took longer than its limit; it goes on in the background."""
+
+
+#: The threads left running by calls past their limit, for :func:`abandoned_calls`.
+_ABANDONED: ContextVar[list[threading.Thread] | None] = ContextVar("memdir_abandoned", default=None)
+
+
+@contextlib.contextmanager
+def abandoned_calls() -> Iterator[list[threading.Thread]]:
+    """Collect the threads of the calls that pass their limit inside the ``with`` (on this
+    thread): a server lending one Memory to a call knows whether work on it goes on after the
+    call returned (the service then gives the next call a fresh one)."""
+    threads: list[threading.Thread] = []
+    token = _ABANDONED.set(threads)
+    try:
+        yield threads
+    finally:
+        _ABANDONED.reset(token)
 
 
 def run_with_timeout(fn: Callable[[], T], seconds: float, name: str, *, hint: str = "") -> T:
@@ -44,6 +63,9 @@ def run_with_timeout(fn: Callable[[], T], seconds: float, name: str, *, hint: st
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
+        abandoned = _ABANDONED.get()
+        if abandoned is not None:
+            abandoned.append(worker)
         raise CallTimedOut(f"{name} took longer than {seconds:g} s{hint}")
     if "error" in box:
         raise box["error"]

@@ -121,7 +121,7 @@ class MemoryTools:
             return cap_reply(name, run_with_timeout(job, self.timeout, name, hint=_ABANDONED))
         except CallTimedOut:
             if name not in _LOCK_FREE:
-                self._start_over(name)
+                self.start_over(name)
             raise
 
     def _locked(
@@ -137,7 +137,7 @@ class MemoryTools:
         finally:
             lock.release()
 
-    def _start_over(self, name: str) -> None:
+    def start_over(self, name: str) -> None:
         """A call past its time limit goes on in the background (a thread cannot be
         stopped), holding the lock and the index connection it started with: the next calls
         get a new :class:`Memory` of the same workspace (:meth:`Memory.reopen`) and a lock of

@@ -8,8 +8,12 @@ cannot move the cursor or send escape sequences to the terminal.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +27,42 @@ _CONTROL_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 _CONTROL_NO_TAB_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def open_memory(ctx: click.Context) -> Memory:
-    """The Memory of the workspace chosen by ``--workspace`` / ``MEMDIR_WORKSPACE``."""
-    workspace: Path = ctx.obj
-    return Memory(workspace)
+#: Set by the per-user service while it runs a command for a client
+#: (:mod:`memdir.service.commands`): lends the warm :class:`Memory` of a workspace it serves,
+#: open, for the command's duration (the command does not close it).
+LENDER: ContextVar[Callable[[Path, str], contextlib.AbstractContextManager[Memory]] | None] = (
+    ContextVar("memdir_lender", default=None)
+)
+#: The client's environment while the service runs its command: the consoles take their
+#: colours and width from it, not from the service's.
+CLIENT_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("memdir_client_env", default=None)
+
+
+@contextlib.contextmanager
+def open_memory(ctx: click.Context | Path, *, scope: str = "private") -> Iterator[Memory]:
+    """The Memory of the workspace chosen by ``--workspace`` / ``MEMDIR_WORKSPACE`` (or the
+    path given), closed after the ``with``; in the service, its warm one, left open."""
+    workspace: Path = ctx.obj if isinstance(ctx, click.Context) else ctx
+    lender = LENDER.get()
+    if lender is not None:
+        with lender(workspace, scope) as memory:
+            yield memory
+        return
+    with Memory(workspace, scope=scope) as memory:
+        yield memory
 
 
 def stdout() -> Console:
-    return Console(highlight=False, soft_wrap=True, markup=False)
+    return Console(highlight=False, soft_wrap=True, markup=False, _environ=_environ())
 
 
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False, markup=False)
+    return Console(stderr=True, highlight=False, markup=False, _environ=_environ())
+
+
+def _environ() -> Mapping[str, str]:
+    env = CLIENT_ENV.get()
+    return env if env is not None else os.environ
 
 
 def visible(text: str, *, tabs: bool = False) -> str:

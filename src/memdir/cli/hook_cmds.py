@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memdir.cli.common import stdout
+from memdir.cli.common import open_memory, stdout
 from memdir.cli.main import CommandGroup, cli
 from memdir.hooks.claude_code import (
     EVENT_COMMANDS,
@@ -102,7 +102,7 @@ def hook_command(ctx: click.Context, event: str) -> None:
     stderr and the exit code is always 0: a hook never stops Claude Code.
     """
     raw = sys.stdin.buffer.read(MAX_INPUT_BYTES).decode("utf-8", errors="replace")
-    reply = run_hook(event, raw, Path(ctx.obj))
+    reply = run_hook(event, raw, Path(ctx.obj), open_memory=open_memory)
     text = reply.stdout()
     if text:
         click.echo(text)

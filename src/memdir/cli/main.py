@@ -55,6 +55,7 @@ def _add_workspace_option(command: click.Command) -> None:
 COMMAND_MODULES = {
     "chat": "memdir.cli.chat_cmds",
     "compact": "memdir.cli.chat_cmds",
+    "daemon": "memdir.cli.daemon_cmds",
     "dream": "memdir.cli.dream_cmds",
     "forget": "memdir.cli.forget_cmds",
     "get": "memdir.cli.search_cmds",

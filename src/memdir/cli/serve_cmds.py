@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from memdir.cli.common import print_json, stderr, stdout, styled
+from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
 from memdir.cli.main import cli
 from memdir.index.background import EmbedProgress
 from memdir.index.sync import SyncReport
@@ -133,8 +133,7 @@ def remember_command(
     """
     if section is not None and daily:
         raise click.UsageError("--section writes to MEMORY.md; it cannot be used with --daily")
-    workspace: Path = ctx.obj
-    with Memory(workspace) as memory:
+    with open_memory(ctx) as memory:
         result = memory.write(
             text, target="memory" if section else "daily", section=section, via="memdir remember"
         )

@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -55,6 +56,8 @@ STATE_FOLDER = "claude-code"
 SOURCE = "Claude Code"
 
 LLMFactory = Callable[[Memory], LLM | None]
+#: Opens a workspace's Memory for one hook (the service lends its warm one).
+MemoryOpener = Callable[[Path], AbstractContextManager[Memory]]
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ def run_hook(
     workspace: Path,
     *,
     llm_factory: LLMFactory | None = None,
+    open_memory: MemoryOpener = Memory,
 ) -> HookReply:
     """Run the hook ``command`` (``session-start`` …) on ``workspace`` for Claude Code's input.
 
@@ -139,6 +143,7 @@ def run_hook(
         raw_input: the JSON Claude Code wrote on stdin.
         workspace: the workspace named at install time.
         llm_factory: builds the model (default: ``[llm]`` of the workspace's config).
+        open_memory: opens the workspace (default: a new :class:`Memory`, closed after).
 
     Returns:
         The reply; never raises (a failure becomes a note).
@@ -149,7 +154,7 @@ def run_hook(
         hook = HookInput.parse(raw_input)
         if hook.event and hook.event != event:
             reply.notes.append(f"got {hook.event} input in the {event} hook; running {event}")
-        with Memory(workspace) as memory:
+        with open_memory(workspace) as memory:
             handler(memory, hook, reply, llm_factory or _configured_llm)
     except MemdirError as exc:
         reply.notes.append(str(exc))

@@ -1,0 +1,170 @@
+"""Running the service: in the foreground (``memdir daemon run``, what a systemd or launchd unit
+starts), in the background on demand (:func:`start`), and stopping it.
+
+One service per ``$MEMDIR_HOME``: :func:`run` holds ``service.lock`` while it runs, binds
+127.0.0.1 on ``[service] port`` before it says where it is (``service.json``), and removes that
+file when it stops, however it stops (a crash leaves a file whose pid is gone, which clients
+ignore; the next start replaces it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from memdir import __version__
+from memdir.config import load_config, memdir_home
+from memdir.errors import MemdirError
+from memdir.service import state as files
+from memdir.service.protocol import post
+
+log = logging.getLogger("memdir.service")
+#: Seconds :func:`start` waits for a new service to answer.
+START_TIMEOUT_S = 20.0
+
+
+def run(
+    *, port: int | None = None, idle_minutes: float | None = None, exit_when_idle: bool = False
+) -> None:
+    """Serve until stopped (``POST /v1/shutdown``, SIGTERM, Ctrl-C, or idle with
+    ``exit_when_idle``).
+
+    Raises:
+        MemdirError: another service runs for this ``MEMDIR_HOME``, or the port is taken.
+    """
+    import uvicorn
+
+    from memdir.service.app import create_app
+    from memdir.service.pool import Pool
+    from memdir.ui.server import bind
+
+    settings = load_config().service
+    home = memdir_home()
+    folder = files.folder(home)
+    lock = FileLock(str(folder / files.LOCK_FILE))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        running = files.read_state(home)
+        where = f" (pid {running.pid}, port {running.port})" if running else ""
+        raise MemdirError(f"a memdir service already runs for {home}{where}") from None
+    try:
+        token = files.token(home)
+        sock = bind("127.0.0.1", port or settings.port)
+        bound = sock.getsockname()[1]
+        pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
+        app = create_app(pool, token=token, port=lambda: bound, exit_when_idle=exit_when_idle)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        server = uvicorn.Server(config)
+        app.state["stop"] = lambda: setattr(server, "should_exit", True)
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        files.write_state(files.ServiceState(bound, os.getpid(), __version__, started), home)
+        log.warning(
+            "memdir service %s listening on 127.0.0.1:%s (pid %s)", __version__, bound, os.getpid()
+        )
+        try:
+            server.run(sockets=[sock])
+        finally:
+            files.clear_state(os.getpid(), home)
+    finally:
+        lock.release()
+
+
+def health(home: Path | None = None, *, timeout: float = 2.0) -> dict[str, object] | None:
+    """What the running service says about itself; None when none answers."""
+    where = files.endpoint(home)
+    if where is None:
+        return None
+    port, token = where
+    try:
+        status, body = post(port, token, "/v1/health", b"", timeout=timeout, method="GET")
+        data = json.loads(body) if status == 200 else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dict[str, object]:
+    """Start a service in the background unless one answers; what it says about itself.
+
+    Raises:
+        MemdirError: it did not answer within ``wait`` seconds (its log says why).
+    """
+    found = health()
+    if found is not None:
+        return found
+    log_path = files.folder() / files.LOG_FILE
+    command = [sys.executable, "-m", "memdir", "daemon", "run"]
+    if exit_when_idle:
+        command.append("--exit-when-idle")
+    with open(log_path, "ab") as log_file:
+        subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            start_new_session=True,
+            close_fds=True,
+            cwd=str(files.folder()),
+        )
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        found = health()
+        if found is not None:
+            return found
+    raise MemdirError(f"the memdir service did not start within {wait:.0f} s: see {log_path}")
+
+
+def start_quietly() -> None:
+    """Start a service in the background that stops when idle, and return at once (a Claude
+    Code hook that ran without one: the next hooks are answered warm). Never raises."""
+    with contextlib.suppress(Exception):
+        if not load_config().service.autostart or files.read_state() is not None:
+            return
+        folder = files.folder()
+        with open(folder / files.LOG_FILE, "ab") as log_file:
+            subprocess.Popen(
+                [sys.executable, "-m", "memdir", "daemon", "run", "--exit-when-idle"],
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                start_new_session=True,
+                close_fds=True,
+                cwd=str(folder),
+            )
+
+
+def stop(*, wait: float = 15.0) -> int | None:
+    """Stop the running service; its pid, or None when none ran.
+
+    Raises:
+        MemdirError: it did not stop within ``wait`` seconds.
+    """
+    running = files.read_state()
+    if running is None:
+        return None
+    where = files.endpoint()
+    try:
+        if where is None:
+            raise OSError
+        post(where[0], where[1], "/v1/shutdown", b"", timeout=5.0)
+    except OSError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(running.pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if not running.alive():
+            return running.pid
+        time.sleep(0.1)
+    raise MemdirError(f"the memdir service (pid {running.pid}) did not stop in {wait:.0f} s")

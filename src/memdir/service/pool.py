@@ -1,0 +1,230 @@
+"""The warm workspaces of the service: per workspace folder and scope, one open
+:class:`~memdir.memory.Memory` with its lock, tools, file watcher and background embedding,
+opened on first use and closed after ``[service] idle_minutes`` without a request.
+
+Every request that uses a workspace borrows it (:meth:`Pool.lend`) under its lock, the lock the
+watcher and the MCP tools share, so one workspace serves one call at a time and two
+workspaces never share anything (each has its own Memory, index connection, scope and
+private files). A call that went past its time limit and goes on in the background keeps the
+Memory it had; the next request gets a fresh one (:meth:`WarmWorkspace.start_over`), as the
+stdio MCP server does. A change to a config file it was opened with reopens the workspace, so
+the service answers as a new process would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memdir.config import memdir_home
+from memdir.deadline import abandoned_calls
+from memdir.errors import MemdirError
+from memdir.mcp_server import CALL_TIMEOUT_S, MemoryTools
+from memdir.memory import Memory
+from memdir.watch import WorkspaceWatcher
+from memdir.workspace import STATE_DIR
+
+log = logging.getLogger("memdir.service")
+
+Key = tuple[Path, str]
+
+
+class NotServed(MemdirError):
+    """The service does not serve this workspace (it is not a folder): the client runs the
+    command itself, which says why."""
+
+
+def config_files(root: Path) -> tuple[Path, Path]:
+    """The config files a workspace's settings come from (see :func:`memdir.config.load_config`)."""
+    return memdir_home() / "config.toml", root / STATE_DIR / "config.toml"
+
+
+def _stamp(paths: tuple[Path, ...]) -> tuple[tuple[float, int] | None, ...]:
+    stamps: list[tuple[float, int] | None] = []
+    for path in paths:
+        try:
+            info = path.stat()
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((info.st_mtime, info.st_size))
+    return tuple(stamps)
+
+
+@dataclass
+class WarmWorkspace:
+    """One served workspace: its Memory, lock, tools and watcher."""
+
+    root: Path
+    scope: str
+    tools: MemoryTools
+    watcher: WorkspaceWatcher | None
+    stamp: tuple[tuple[float, int] | None, ...]
+    last_used: float = field(default_factory=time.monotonic)
+    #: The MCP endpoint's session manager, made by the app on the first MCP request.
+    mcp: tuple[Any, Any] | None = None
+
+    @property
+    def memory(self) -> Memory:
+        return self.tools.memory
+
+    @property
+    def lock(self) -> threading.Lock:
+        return self.tools.lock
+
+    @classmethod
+    def open(cls, root: Path, scope: str, *, watch: bool = True) -> WarmWorkspace:
+        stamp = _stamp(config_files(root))
+        memory = Memory(root, scope=scope)
+        tools = MemoryTools(memory, lock=threading.Lock())
+        warm = cls(root, scope, tools, None, stamp)
+        memory.start_background_embedding()
+        if watch:
+            warm.watcher = warm._watch()
+        return warm
+
+    def _watch(self) -> WorkspaceWatcher | None:
+        watcher = WorkspaceWatcher(self.memory, lock=self.lock, on_error=_sync_failed, warm=True)
+        try:
+            return watcher.start()
+        except Exception as exc:  # no watcher: searches still sync first
+            log.warning("memdir service: cannot watch %s: %s", self.root, exc)
+            return None
+
+    def stale(self) -> bool:
+        """Whether a config file it was opened with changed since."""
+        return _stamp(config_files(self.root)) != self.stamp
+
+    def start_over(self, why: str) -> None:
+        """Go on with a fresh Memory and lock (an abandoned call keeps the old ones)."""
+        watching = self.watcher is not None
+        if self.watcher is not None:
+            self.watcher.stop(timeout=1.0)
+        self.tools.start_over(why)
+        self.watcher = self._watch() if watching else None
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.memory.close()
+
+
+class Pool:
+    """The workspaces the service keeps warm.
+
+    Args:
+        idle_s: seconds without a request after which a workspace is closed.
+        watch: watch each workspace's files (off in some tests).
+    """
+
+    def __init__(self, *, idle_s: float = 1800.0, watch: bool = True) -> None:
+        self.idle_s = idle_s
+        self.watch = watch
+        self._entries: dict[Key, WarmWorkspace] = {}
+        self._opening: dict[Key, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._closed: list[WarmWorkspace] = []
+        self._last_close = time.monotonic()
+
+    def served(self) -> list[WarmWorkspace]:
+        with self._guard:
+            return list(self._entries.values())
+
+    def get(self, root: Path, scope: str = "private") -> WarmWorkspace:
+        """The warm workspace of ``root`` in ``scope``, opened if it is not yet.
+
+        Raises:
+            NotServed: ``root`` is not an absolute path to a folder.
+            MemdirError: it cannot be opened (what :class:`Memory` raised).
+        """
+        if not root.is_absolute() or not root.is_dir():
+            raise NotServed(f"{root} is not a workspace folder the service can open")
+        key = (root.resolve(), scope)
+        with self._guard:
+            opening = self._opening.setdefault(key, threading.Lock())
+        with opening:  # one opening per workspace; others wait for it, not for each other
+            with self._guard:
+                warm = self._entries.get(key)
+            if warm is not None and warm.stale():
+                self._drop(key, warm, "its config changed")
+                warm = None
+            if warm is None:
+                warm = WarmWorkspace.open(key[0], scope, watch=self.watch)
+                with self._guard:
+                    self._entries[key] = warm
+                log.info("memdir service: opened %s (%s)", key[0], scope)
+        warm.last_used = time.monotonic()
+        return warm
+
+    @contextlib.contextmanager
+    def lend(
+        self, root: Path, scope: str = "private", *, timeout: float = CALL_TIMEOUT_S
+    ) -> Iterator[Memory]:
+        """The warm Memory of ``root``, under its lock, for one call.
+
+        Raises:
+            MemdirError: another call held the workspace for ``timeout`` seconds.
+        """
+        warm = self.get(root, scope)
+        lock = warm.lock
+        if not lock.acquire(timeout=timeout):
+            raise MemdirError(
+                f"memory is busy with another call (waited {timeout:.0f} s); try again"
+            )
+        abandoned: list[threading.Thread] = []
+        try:
+            with abandoned_calls() as abandoned:
+                yield warm.memory
+        finally:
+            lock.release()
+            warm.last_used = time.monotonic()
+            if any(thread.is_alive() for thread in abandoned):
+                warm.start_over(abandoned[0].name)
+
+    def close_idle(self, now: float | None = None) -> list[WarmWorkspace]:
+        """Close the workspaces idle for ``idle_s``; those closed since the last call (idle,
+        or reopened after a config change)."""
+        at = time.monotonic() if now is None else now
+        with self._guard:
+            idle = [(k, w) for k, w in self._entries.items() if at - w.last_used >= self.idle_s]
+        for key, warm in idle:
+            if warm.lock.acquire(timeout=0):  # in use: next time
+                warm.lock.release()
+                self._drop(key, warm, "idle")
+        with self._guard:
+            closed, self._closed = self._closed, []
+        return closed
+
+    def idle_for(self, now: float | None = None) -> float:
+        """Seconds since the last request to any workspace (0 while one is served)."""
+        at = time.monotonic() if now is None else now
+        with self._guard:
+            if self._entries:
+                return 0.0
+            return at - self._last_close
+
+    def _drop(self, key: Key, warm: WarmWorkspace, why: str) -> None:
+        with self._guard:
+            if self._entries.get(key) is warm:
+                del self._entries[key]
+            self._closed.append(warm)
+            self._last_close = time.monotonic()
+        with warm.lock:
+            warm.close()
+        log.info("memdir service: closed %s (%s): %s", key[0], key[1], why)
+
+    def close(self) -> None:
+        with self._guard:
+            entries = list(self._entries.items())
+        for key, warm in entries:
+            self._drop(key, warm, "the service stops")
+
+
+def _sync_failed(exc: Exception) -> None:
+    log.warning("memdir service: background index sync failed (searches still sync): %s", exc)
