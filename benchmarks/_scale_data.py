@@ -339,3 +339,57 @@ class SampledVectorEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self.real.embed_query(text))
+
+
+# -- short notes (the hooks and cold-start benchmarks) ------------------------------------------
+
+#: Facts the short-note workspaces hold, each on one line of one note, with the prompts that
+#: ask for them (Chinese, English): a recall has something to find.
+SHORT_FACTS = (
+    (
+        "memory/projects/redis-cache.md",
+        "- staging 的 Redis 缓存端口改成 6380，张伟负责迁移，周五之前完成。",
+        "staging 的 Redis 缓存端口改成多少了？谁负责迁移？",
+    ),
+    (
+        "memory/projects/staging-db.md",
+        "- The staging postgres database listens on port 5433; Priya decided it on Monday.",
+        "which port does the staging postgres database listen on, and who decided it?",
+    ),
+)
+
+
+def short_notes(n_files: int, seed: int) -> dict[str, str]:
+    """``n_files`` short Markdown notes (3-8 lines, 50-300 estimated tokens: one or two chunks
+    each, like the notes an agent or a person keeps), Chinese, English and mixed: 30% daily
+    logs, the rest topic notes ``memory/<topic>/<n>.md``; :data:`SHORT_FACTS` among them."""
+    vocab = Vocabulary(seed)
+    rng = random.Random(seed * 104729 + n_files)
+    files: dict[str, str] = {}
+    for path, line, _prompt in SHORT_FACTS[: max(1, n_files)]:
+        files[path] = f"# {Path(path).stem}\n\n{line}\n"
+    n_daily = min(CORPUS_DAYS, int(n_files * 0.3))
+    days = sorted(rng.sample(range(CORPUS_DAYS), n_daily))
+    counters: dict[str, int] = {}
+    while len(files) < n_files:
+        zh_share = rng.choice((0.2, 0.5, 0.8))
+        if days:
+            title = (CORPUS_END - dt.timedelta(days=days.pop())).isoformat()
+            path = f"memory/{title}.md"
+        else:
+            topic = rng.choice(TOPICS)
+            n = counters[topic] = counters.get(topic, 0) + 1
+            title = f"{vocab.draw(rng, 'en_tech')} / {vocab.draw(rng, 'zh_noun')}"
+            path = f"memory/{topic}/{n}.md"
+        lines = [f"# {title}", ""]
+        for _ in range(rng.randint(3, 8)):
+            roll = rng.random()
+            if roll < 0.1:
+                templates = MIXED_LINES
+            elif roll < 0.1 + 0.9 * zh_share:
+                templates = ZH_LINES
+            else:
+                templates = EN_LINES
+            lines.append(vocab.fill(rng, rng.choice(templates)))
+        files[path] = "\n".join(lines) + "\n"
+    return files

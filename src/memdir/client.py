@@ -44,15 +44,14 @@ def main() -> None:
             sys.exit(code)
     from memdir.cli.main import main as run_here
 
-    try:
-        run_here()
-    finally:
-        if use_service and command_of(argv) == "hook":
-            # A Claude Code hook without a service: start one (``[service] autostart``) that
-            # stops when idle, so the next hooks of the session are answered warm.
-            from memdir.service.daemon import start_quietly
+    if use_service and command_of(argv) == "hook":
+        # A Claude Code hook without a service: start one in the background
+        # (``[service] autostart``) that stops when idle, so the next hooks of the session
+        # are answered warm; this one runs here meanwhile.
+        from memdir.service.daemon import start_quietly
 
-            start_quietly()
+        start_quietly()
+    run_here()
 
 
 def run_through_service(argv: list[str]) -> int | None:

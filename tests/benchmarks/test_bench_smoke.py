@@ -182,6 +182,37 @@ def test_hooks_latency_smoke(capsys: pytest.CaptureFixture[str]) -> None:
         assert float(row["p50 s"]) > 0
 
 
+def test_hooks_latency_service_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--service``: cold, thin client and HTTP side by side (the script turns the fast path
+    back on for its clients, uses its own MEMDIR_HOME and stops the service it started)."""
+    module = load_script("hooks_latency")
+    argv = ["--service", "--runs", "1", "--embedder", "fake", "--notes", "3", "--turns", "1"]
+    assert module.main(argv) == 0
+    out = capsys.readouterr().out
+    rows = table_rows(out, "| hook | cold")
+    assert set(rows) == {"SessionStart", "UserPromptSubmit zh", "UserPromptSubmit en"}
+    ratios = table_rows(out, "| hook | cold / thin client")
+    for row in ratios.values():
+        assert row["same output: thin client"] == "yes"
+        assert row["same output: HTTP keep-alive"] == "yes"
+        assert float(row["cold / thin client"].rstrip("×")) > 0
+    assert "Load average (1 / 5 / 15 min) before" in out
+
+
+def test_coldstart_service_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--service`` and a tiny ``--scale-files`` vault, fake embedder: every table filled."""
+    module = load_script("coldstart")
+    argv = ["--service", "--runs", "1", "--embedder", "fake", "--top-imports", "2"]
+    assert module.main([*argv, "--scale-files", "12", "--scale-queries", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = table_rows(out, "| query | cold p50")
+    assert len(rows) == 3 and all(row["same output"] == "yes" for row in rows.values())
+    assert re.search(r"thin client / floor = \d+\.\d\d\*\*", out)
+    scale = table_rows(out, "| through the warm service")
+    assert len(scale) == 2
+    assert all(float(row["median ms"]) > 0 for row in scale.values())
+
+
 def test_mcp_first_search_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One server start over stdio on a tiny indexed workspace (fake embedder): every step
     timed, both searches answered."""

@@ -11,12 +11,18 @@ import click
 
 from memdir.cli.common import open_memory, stdout
 from memdir.cli.main import CommandGroup, cli
+from memdir.config import load_config
 from memdir.hooks.claude_code import (
     EVENT_COMMANDS,
     EVENTS,
+    HTTP_EVENTS,
+    TOKEN_VAR,
     install_hooks,
+    set_token_env,
     settings_path,
+    token_settings_path,
     uninstall_hooks,
+    unset_token_env,
 )
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
 from memdir.memory import Memory
@@ -54,23 +60,43 @@ def _settings_option(command: F) -> F:
 @hooks_group.command("install")
 @click.argument("agent", type=click.Choice(AGENTS))
 @_settings_option
+@click.option(
+    "--http",
+    is_flag=True,
+    help="UserPromptSubmit, PreCompact and SessionEnd as HTTP hooks to the per-user service "
+    "(memdir daemon); SessionStart stays a command and starts the service.",
+)
 @click.pass_context
-def install_command(ctx: click.Context, agent: str, settings_file: Path | None, scope: str) -> None:
+def install_command(
+    ctx: click.Context, agent: str, settings_file: Path | None, scope: str, http: bool
+) -> None:
     """Add memdir's hooks for the workspace to Claude Code's settings.
 
     The entries run this memdir (by its absolute path) with the workspace's absolute path.
-    The rest of the file is kept; installing again replaces memdir's entries.
+    The rest of the file is kept; installing again replaces memdir's entries. With --http,
+    three of them are requests to the per-user service instead (answered in milliseconds;
+    while the service is down Claude Code goes on without them), and the service's token is
+    put in the env of a settings file that is not shared (.claude/settings.local.json).
     """
     path = settings_file or settings_path(scope, Path.cwd())
     with Memory(ctx.obj) as memory:  # the workspace must exist: its config sets the timeouts
         root = memory.workspace.root
-        change = install_hooks(path, root, config=memory.config.hooks)
+        port = load_config().service.port if http else None  # the user's, as the service
+        change = install_hooks(path, root, config=memory.config.hooks, http_port=port)
     out = stdout()
     verb = "updated" if change.changed else "already up to date:"
     out.print(f"{verb} {path}", markup=False)
     for event in EVENTS:
-        out.print(f"  {event.name}: memdir hook {event.command} ({event.does})", markup=False)
+        how = "HTTP" if http and event.name in HTTP_EVENTS else f"memdir hook {event.command}"
+        out.print(f"  {event.name}: {how} ({event.does})", markup=False)
     out.print(f"workspace: {root}", markup=False)
+    if http:
+        from memdir.service import state
+
+        where = token_settings_path(path)
+        if set_token_env(where, state.token()):
+            out.print(f"the service's token: {where} (env {TOKEN_VAR})", markup=False)
+        out.print(f"service: http://127.0.0.1:{port} (memdir daemon start)", markup=False)
     if change.changed:
         out.print("Claude Code reads hooks at start: restart running sessions", markup=False)
 
@@ -82,6 +108,8 @@ def uninstall_command(agent: str, settings_file: Path | None, scope: str) -> Non
     """Remove memdir's hook entries (and only them) from Claude Code's settings."""
     path = settings_file or settings_path(scope, Path.cwd())
     change = uninstall_hooks(path)
+    if change.removed:
+        unset_token_env(token_settings_path(path))
     out = stdout()
     if not change.removed:
         out.print(f"no memdir hooks in {path}", markup=False)

@@ -14,18 +14,30 @@ when it runs a ``memdir`` executable (or ``python -m memdir``) with ``hook <even
 
 The timeouts Claude Code is told leave room for the bounded model calls (``[hooks]
 flush_timeout``, ``slug_timeout``) and a cold start.
+
+With the per-user service (``--http``, docs/design.md#the-per-user-service), UserPromptSubmit,
+PreCompact and SessionEnd are HTTP hooks instead (``{"type": "http", "url":
+"http://127.0.0.1:8766/v1/hooks/claude-code/<event>?workspace=…"}``, the token sent as
+``Authorization: Bearer $MEMDIR_TOKEN`` with ``allowedEnvVars``), answered by the warm service
+without a process; SessionStart stays a command (Claude Code 2.1.197 skips HTTP hooks for it),
+which starts the service when none runs. An HTTP hook whose service is down fails at once and
+Claude Code goes on without it. The token goes into the ``env`` of a settings file that is not
+shared (:func:`token_settings_path`). An entry is memdir's when its command runs memdir's
+``hook`` or its URL is memdir's hook route on the loopback address.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from memdir.config import HooksConfig
 from memdir.errors import ConfigError, MemdirError
@@ -33,6 +45,13 @@ from memdir.fileio import atomic_write
 
 #: Seconds a cold ``memdir hook`` process needs besides its bounded work (imports, start-up).
 STARTUP_ALLOWANCE_S = 15
+#: Seconds an HTTP hook gets besides its bounded work (the service is warm).
+HTTP_ALLOWANCE_S = 5
+#: The events Claude Code runs as HTTP hooks (it skips HTTP hooks for SessionStart).
+HTTP_EVENTS = ("UserPromptSubmit", "PreCompact", "SessionEnd")
+#: The path of the service's hook route, and the variable the token is read from.
+HOOK_ROUTE = "/v1/hooks/claude-code/"
+TOKEN_VAR = "MEMDIR_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -49,14 +68,15 @@ class HookEvent:
     command: str
     does: str
 
-    def timeout(self, config: HooksConfig) -> int:
-        """Seconds Claude Code lets the command run."""
+    def timeout(self, config: HooksConfig, *, http: bool = False) -> int:
+        """Seconds Claude Code lets the command (or the HTTP request) run."""
         bounded = {
             "user-prompt-submit": config.recall_timeout,
             "pre-compact": config.flush_timeout,
             "session-end": config.slug_timeout,
         }
-        return STARTUP_ALLOWANCE_S + math.ceil(bounded.get(self.command, 0.0))
+        allowance = HTTP_ALLOWANCE_S if http else STARTUP_ALLOWANCE_S
+        return allowance + math.ceil(bounded.get(self.command, 0.0))
 
 
 EVENTS = (
@@ -112,6 +132,86 @@ def hook_command(executable: Sequence[str], event: HookEvent, workspace: Path) -
     return shlex.join([*executable, "hook", event.command, "--workspace", str(workspace)])
 
 
+def hook_url(port: int, event: HookEvent, workspace: Path) -> str:
+    """The service's URL for one HTTP hook entry."""
+    where = quote(str(workspace), safe="/")
+    return f"http://127.0.0.1:{port}{HOOK_ROUTE}{event.command}?workspace={where}"
+
+
+def http_entry(port: int, event: HookEvent, workspace: Path, config: HooksConfig) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "url": hook_url(port, event, workspace),
+        "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"},
+        "allowedEnvVars": [TOKEN_VAR],
+        "timeout": event.timeout(config, http=True),
+    }
+
+
+def is_memdir_url(url: str) -> bool:
+    """Whether a hook URL is the service's hook route on the loopback address."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.hostname in ("127.0.0.1", "localhost") and parts.path.startswith(HOOK_ROUTE)
+
+
+def token_settings_path(path: Path) -> Path:
+    """Where the token goes for the hooks in the settings file ``path``: a project's
+    ``settings.json`` → its ``settings.local.json`` (Claude Code keeps that one out of git);
+    any other file → itself (the user's own ``~/.claude/settings.json``, or a file named with
+    ``--settings``)."""
+    if (
+        path.name == "settings.json"
+        and path.parent.name == ".claude"
+        and path.parent.parent != (Path.home())
+    ):
+        return path.with_name("settings.local.json")
+    return path
+
+
+def set_token_env(path: Path, token: str) -> bool:
+    """Put ``MEMDIR_TOKEN`` into the ``env`` of the settings at ``path`` (made with mode 0600
+    when new); whether the file changed.
+
+    Raises:
+        MemdirError: the file is not a JSON object of the expected shape, or cannot be written.
+    """
+    existed = path.exists()
+    data = _load(path)
+    env = data.setdefault("env", {})
+    if not isinstance(env, dict):
+        raise MemdirError(f'{path}: "env" is not an object; nothing was changed')
+    if env.get(TOKEN_VAR) == token:
+        return False
+    env[TOKEN_VAR] = token
+    _save(path, data)
+    if not existed:
+        os.chmod(path, 0o600)
+    return True
+
+
+def unset_token_env(path: Path) -> bool:
+    """Take ``MEMDIR_TOKEN`` out of the ``env`` of the settings at ``path``; whether it was
+    there. Never raises (a file that is not as expected is left alone)."""
+    try:
+        data = _load(path) if path.exists() else {}
+    except MemdirError:
+        return False
+    env = data.get("env")
+    if not isinstance(env, dict) or TOKEN_VAR not in env:
+        return False
+    del env[TOKEN_VAR]
+    if not env:
+        del data["env"]
+    try:
+        _save(path, data)
+    except MemdirError:
+        return False
+    return True
+
+
 def is_memdir_hook(command: str) -> bool:
     """Whether a hook command is one memdir installs: a ``memdir`` executable (or ``python -m
     memdir``) followed by ``hook <event>``."""
@@ -134,8 +234,10 @@ def install_hooks(
     *,
     config: HooksConfig,
     executable: Sequence[str] | None = None,
+    http_port: int | None = None,
 ) -> SettingsChange:
-    """Write memdir's hook entries for ``workspace`` into the Claude Code settings at ``path``.
+    """Write memdir's hook entries for ``workspace`` into the Claude Code settings at ``path``;
+    with ``http_port``, HTTP hooks to the service on that port for :data:`HTTP_EVENTS`.
 
     Raises:
         MemdirError: the file is not a JSON object of the expected shape (nothing is written),
@@ -148,8 +250,13 @@ def install_hooks(
     hooks = _hooks_table(data, path)
     for event in EVENTS:
         groups = _groups(hooks, event.name, path)
-        command = hook_command(runner, event, workspace)
-        entry = {"type": "command", "command": command, "timeout": event.timeout(config)}
+        entry: dict[str, Any]
+        if http_port is not None and event.name in HTTP_EVENTS:
+            command = hook_url(http_port, event, workspace)
+            entry = http_entry(http_port, event, workspace, config)
+        else:
+            command = hook_command(runner, event, workspace)
+            entry = {"type": "command", "command": command, "timeout": event.timeout(config)}
         replaced = _remove_memdir_entries(groups, keep_first_as=entry)
         change.removed.extend(c for c in replaced if c != command)
         if not replaced:
@@ -200,8 +307,8 @@ def _remove_memdir_entries(
             continue
         kept: list[Any] = []
         for entry in entries:
-            command = entry.get("command") if isinstance(entry, dict) else None
-            if not (isinstance(command, str) and is_memdir_hook(command)):
+            command = _memdir_entry(entry)
+            if command is None:
                 kept.append(entry)
                 continue
             if keep_first_as is not None and not found:
@@ -211,6 +318,18 @@ def _remove_memdir_entries(
         if not kept:
             groups.remove(group)
     return found
+
+
+def _memdir_entry(entry: Any) -> str | None:
+    """The command or URL of a hook entry of memdir's, or None for anyone else's."""
+    if not isinstance(entry, dict):
+        return None
+    command, url = entry.get("command"), entry.get("url")
+    if isinstance(command, str) and is_memdir_hook(command):
+        return command
+    if entry.get("type") == "http" and isinstance(url, str) and is_memdir_url(url):
+        return url
+    return None
 
 
 def _load(path: Path) -> dict[str, Any]:

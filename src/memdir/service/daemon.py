@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,6 +49,7 @@ def run(
     from memdir.service.pool import Pool
     from memdir.ui.server import bind
 
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # a line per stateless request
     settings = load_config().service
     home = memdir_home()
     folder = files.folder(home)
@@ -60,12 +62,12 @@ def run(
         raise MemdirError(f"a memdir service already runs for {home}{where}") from None
     try:
         token = files.token(home)
-        sock = bind("127.0.0.1", port or settings.port)
+        sock = bind("127.0.0.1", settings.port if port is None else port)
         bound = sock.getsockname()[1]
         pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
         app = create_app(pool, token=token, port=lambda: bound, exit_when_idle=exit_when_idle)
         config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-        server = uvicorn.Server(config)
+        server = _server_class()(config)
         app.state["stop"] = lambda: setattr(server, "should_exit", True)
         started = datetime.now(UTC).isoformat(timespec="seconds")
         files.write_state(files.ServiceState(bound, os.getpid(), __version__, started), home)
@@ -78,6 +80,27 @@ def run(
             files.clear_state(os.getpid(), home)
     finally:
         lock.release()
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, except that SIGTERM and SIGINT only ask it to stop: uvicorn
+        raises the signal again once it stopped, which would end the process before
+        ``service.json`` is removed."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            stops = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in stops}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
 
 
 def health(home: Path | None = None, *, timeout: float = 2.0) -> dict[str, object] | None:

@@ -51,7 +51,11 @@ class ServiceState:
             return False
         except PermissionError:
             return True
-        return True
+        try:  # a process that ended but was not yet reaped by its parent is gone too
+            stat = Path(f"/proc/{self.pid}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return True
+        return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def folder(home: Path | None = None) -> Path:
