@@ -3,7 +3,8 @@ talk to it as a warm client would, stop it.
 
 - :func:`memdir_command`: the installed ``memdir`` executable beside this Python (the thin
   client, :mod:`memdir.client`), else ``python -m memdir``;
-- :func:`running_service`: ``memdir daemon run --port 0`` in the background with a given
+- :func:`running_service`: ``memdir daemon run --port N`` (N a port free a moment before:
+  ``--port 0`` took ``[service] port`` up to 1a06864) in the background with a given
   environment (the one the clients will send, so the service does not decline their commands),
   waited for, and stopped with ``memdir daemon stop`` (then SIGTERM / SIGKILL of the very
   process it started) however the block ends;
@@ -18,6 +19,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -102,7 +104,7 @@ class Service:
 
 @contextlib.contextmanager
 def running_service(env: Mapping[str, str], *, wait: float = 60.0) -> Iterator[Service]:
-    """``memdir daemon run --port 0`` for ``env["MEMDIR_HOME"]``, stopped at the end."""
+    """``memdir daemon run --port N`` for ``env["MEMDIR_HOME"]``, stopped at the end."""
     home = Path(env["MEMDIR_HOME"])
     state = home / "service" / "service.json"
     state.unlink(missing_ok=True)
@@ -110,7 +112,7 @@ def running_service(env: Mapping[str, str], *, wait: float = 60.0) -> Iterator[S
     log_path = home / "service" / "bench-service.log"
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
-            [*memdir_command(), "daemon", "run", "--port", "0"],
+            [*memdir_command(), "daemon", "run", "--port", str(free_port())],
             env=dict(env),
             stdin=subprocess.DEVNULL,
             stdout=log_file,
@@ -147,6 +149,13 @@ def running_service(env: Mapping[str, str], *, wait: float = 60.0) -> Iterator[S
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def wall(command: list[str], env: Mapping[str, str], **kwargs: object) -> tuple[float, str]:

@@ -51,11 +51,13 @@ class Service:
         return served
 
 
-def start_service(home: Path, *extra: str) -> Service:
+def start_service(home: Path, *extra: str, port: int = 0, **variables: str) -> Service:
+    """``memdir daemon run`` on ``home`` (``port`` 0: any free one), with ``variables`` added
+    to its environment."""
     env = {k: v for k, v in os.environ.items() if k != "MEMDIR_SERVICE"}
-    env["MEMDIR_HOME"] = str(home)
+    env.update(MEMDIR_HOME=str(home), **variables)
     process = subprocess.Popen(
-        [sys.executable, "-m", "memdir", "daemon", "run", "--port", "0", *extra],
+        [sys.executable, "-m", "memdir", "daemon", "run", "--port", str(port), *extra],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
