@@ -38,6 +38,8 @@ PRIVATE_TOOLS = {*TOOLS, "memory_forget"}  # memory_forget is offered in private
 #: Home folders the README writes in examples; they mean "your home" (the temp HOME here).
 PLACEHOLDER_HOMES = ("/Users/you", "/home/you")
 INSPECTOR_PREFIX = "npx @modelcontextprotocol/inspector"
+HTTP_TRANSPORT = "--transport http"
+README_SERVICE_PORT = "8766"
 _FENCE_RE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 _COMMENT_RE = re.compile(r"\s+#\s.*$")
 
@@ -72,6 +74,8 @@ def server_commands(text: str) -> list[ServerCommand]:
     """Every MCP server command in the README."""
     found: list[ServerCommand] = []
     for line in shell_lines(text):
+        if line.startswith("claude mcp add") and HTTP_TRANSPORT in line:
+            continue  # the per-user service's endpoint: tests/service/ and the test below
         if line.startswith("claude mcp add"):
             argv = shlex.split(line.split(" -- ", 1)[1])
             found.append(ServerCommand(f"`{line}`", tuple(argv)))
@@ -212,18 +216,48 @@ def test_claude_code_says_connected_for_the_readme_lines(home: Path, tmp_path: P
         "DISABLE_AUTOUPDATER": "1",
     }
     added = [line for line in shell_lines(text) if line.startswith("claude mcp add")]
-    names = []
-    for line in added:
-        names.append(shlex.split(line.split(" -- ")[0])[-1])
-        local = line.replace("claude mcp add", f"{shlex.quote(claude)} mcp add", 1)
-        subprocess.run(["bash", "-c", local], cwd=project, env=env, check=True, timeout=60)
-    listed = subprocess.run(
-        [claude, "mcp", "list"], cwd=project, env=env, capture_output=True, text=True, timeout=180
-    )
+    assert sum(HTTP_TRANSPORT in line for line in added) == 1
+    # The HTTP line needs the per-user service: one on a free port of this test's own
+    # MEMDIR_HOME (the README's 8766 may be taken on this machine), started as the README does.
+    port = str(_free_port())
+    memdir_home = home / ".memdir"
+    memdir_home.mkdir(exist_ok=True)
+    (memdir_home / "config.toml").write_text(f"[service]\nport = {port}\n")
+    env.pop("MEMDIR_SERVICE", None)
+    (start,) = [line for line in shell_lines(text) if line.startswith("memdir daemon start")]
+    subprocess.run(["bash", "-c", start], cwd=project, env=env, check=True, timeout=120)
+    try:
+        names = []
+        for line in added:
+            if HTTP_TRANSPORT in line:
+                names.append(shlex.split(line)[5])
+                line = line.replace(f"127.0.0.1:{README_SERVICE_PORT}/", f"127.0.0.1:{port}/")
+            else:
+                names.append(shlex.split(line.split(" -- ")[0])[-1])
+            local = line.replace("claude mcp add", f"{shlex.quote(claude)} mcp add", 1)
+            subprocess.run(["bash", "-c", local], cwd=project, env=env, check=True, timeout=60)
+        listed = subprocess.run(
+            [claude, "mcp", "list"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        subprocess.run(["bash", "-c", "memdir daemon stop"], env=env, timeout=60)
     for name in names:
         assert re.search(rf"^{re.escape(name)}: .* - ✔ Connected$", listed.stdout, re.M), (
             listed.stdout + listed.stderr
         )
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def test_mcp_inspector_lists_the_tools_with_the_readme_line(home: Path) -> None:

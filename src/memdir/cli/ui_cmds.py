@@ -63,6 +63,8 @@ def ui_command(
     except ImportError as exc:
         raise ProviderUnavailable(f"`memdir ui` needs {exc.name}: {UI_HINT}") from exc
     workspace: Path = ctx.obj
+    if not allow_remote and host == "127.0.0.1" and _in_service(workspace, port, writable):
+        return
     token = os.environ.get("MEMDIR_UI_TOKEN") or None
     sock, listening = plan(host, port, writable=writable, allow_remote=allow_remote, token=token)
     out = stdout()
@@ -74,3 +76,33 @@ def ui_command(
             out.print(f"  {memory.workspace.root} · {mode} · Ctrl-C to stop", markup=False)
 
         serve(memory, sock, listening, on_ready=ready, open_browser=open_browser)
+
+
+def _in_service(workspace: Path, port: int, writable: bool) -> bool:
+    """Have the per-user service serve the inspector, when one runs (it then shows the live
+    index and embedding of its warm workspace); whether it does."""
+    import json
+    from urllib.parse import quote
+
+    from memdir.service import state
+    from memdir.service.protocol import OFF_VALUES, post
+
+    if os.environ.get("MEMDIR_SERVICE", "").strip().lower() in OFF_VALUES:
+        return False
+    where = state.endpoint()
+    if where is None or state.read_state() is None:
+        return False
+    root = quote(str(workspace.expanduser().resolve()), safe="/")
+    path = f"/v1/ui?workspace={root}&port={port}&writable={int(writable)}"
+    try:
+        status, body = post(where[0], where[1], path, b"", timeout=60.0)
+        url = json.loads(body)["url"] if status == 200 else None
+    except (OSError, ValueError, KeyError):
+        return False
+    if not isinstance(url, str):
+        return False
+    mode = "writable: a dream run can be applied after a confirmation" if writable else "read-only"
+    out = stdout()
+    out.print(f"memdir ui: {url}", markup=False)
+    out.print(f"  {workspace} · {mode} · served by the memdir service (memdir daemon stop)")
+    return True

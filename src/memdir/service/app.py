@@ -7,6 +7,8 @@
   in, the reply Claude Code reads out (an empty body: nothing to add), as ``memdir hook``;
 - ``/mcp?workspace=ABS[&scope=shared]``: the MCP server over streamable HTTP, the tools of
   ``memdir serve`` on the warm workspace;
+- ``POST /v1/ui?workspace=ABS&port=N[&writable=1]``: the inspector (``memdir ui``) of the warm
+  workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding;
 - ``GET /v1/health``: version, pid and the served workspaces; ``POST /v1/shutdown``.
 
 A workspace is one the service can open: an absolute path to an existing folder; its private
@@ -21,7 +23,7 @@ import contextlib
 import hmac
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,18 @@ def create_app(
                 tasks.cancel_scope.cancel()
         await anyio.to_thread.run_sync(pool.close)
 
+    async def ui(request: Request) -> Response:
+        root = request.query_params.get("workspace", "")
+        try:
+            port = int(request.query_params.get("port", "8765"))
+            warm = await anyio.to_thread.run_sync(pool.get, Path(root))
+            url = await _start_ui(
+                state, pool, warm, port, request.query_params.get("writable") == "1"
+            )
+        except (MemdirError, ValueError) as exc:
+            return PlainTextResponse(str(exc), status_code=409)
+        return JSONResponse({"url": url})
+
     async def health(request: Request) -> Response:
         served = [{"workspace": str(w.root), "scope": w.scope} for w in pool.served()]
         return JSONResponse({"version": __version__, "pid": os.getpid(), "served": served})
@@ -191,6 +205,7 @@ def create_app(
         routes=[
             Route("/v1/health", health, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
+            Route("/v1/ui", ui, methods=["POST"]),
             Route("/v1/cli", cli, methods=["POST"]),
             Route("/v1/hooks/claude-code/{event}", hook, methods=["POST"]),
             Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
@@ -200,6 +215,45 @@ def create_app(
     guard = Guard(app, token=token, port=port)
     guard.state = state
     return guard
+
+
+async def _start_ui(
+    state: dict[str, Any], pool: Pool, warm: WarmWorkspace, port: int, writable: bool
+) -> str:
+    """Serve the inspector of ``warm``'s workspace on 127.0.0.1:``port`` (once per workspace
+    and port); its URL.
+
+    Raises:
+        MemdirError: the port is taken by something else.
+    """
+    import uvicorn
+
+    from memdir.ui.app import create_app as create_ui
+    from memdir.ui.inspector import UIOptions
+    from memdir.ui.server import bind, loopback_hosts
+
+    running: dict[tuple[Path, int, bool], str] = state.setdefault("ui", {})
+    key = (warm.root, port, writable)
+    if key in running:
+        return running[key]
+    sock = bind("127.0.0.1", port)
+    bound = sock.getsockname()[1]
+    options = UIOptions(writable=writable, allowed_hosts=loopback_hosts("127.0.0.1"))
+    root, scope = warm.root, warm.scope
+    app = create_ui(warm.memory, options, lambda: pool.lend(root, scope))
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:  # the service's own handlers stay
+            yield
+
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", server_header=False
+    )
+    state["tasks"].start_soon(Server(config).serve, [sock])
+    url = f"http://127.0.0.1:{bound}/"
+    running[key] = url
+    return url
 
 
 async def _body(request: Request) -> bytes:

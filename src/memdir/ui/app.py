@@ -11,6 +11,9 @@ one call at a time (its index connection is shared by the worker threads).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -46,7 +49,11 @@ def _home(request: Request) -> Response:
     return RedirectResponse("/search", status_code=307)
 
 
-def create_app(memory: Memory, options: UIOptions | None = None) -> Starlette:
+def create_app(
+    memory: Memory,
+    options: UIOptions | None = None,
+    lender: Callable[[], AbstractContextManager[Memory]] | None = None,
+) -> Starlette:
     """The inspector over ``memory``: pages, their ``/api/`` JSON twins and static files.
 
     Args:
@@ -85,7 +92,7 @@ def create_app(memory: Memory, options: UIOptions | None = None) -> Starlette:
         ],
         exception_handlers={MemdirError: _memdir_error},
     )
-    app.state.inspector = Inspector(memory, options)
+    app.state.inspector = Inspector(memory, options, lender)
     return app
 
 

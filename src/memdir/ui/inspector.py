@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -55,9 +56,18 @@ NAV = (
 class Inspector:
     """What the views share: the Memory (one call at a time), the options and the templates."""
 
-    def __init__(self, memory: Memory, options: UIOptions) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        options: UIOptions,
+        lender: Callable[[], AbstractContextManager[Memory]] | None = None,
+    ) -> None:
         self.memory = memory
         self.options = options
+        #: In the per-user service: lends the workspace's current warm Memory under the lock
+        #: its other callers share (docs/design.md#the-per-user-service).
+        self.lender = lender
+        self.root = str(memory.workspace.root)
         self.lock = threading.Lock()
         self.templates = Environment(
             loader=PackageLoader("memdir.ui", "templates"),
@@ -73,6 +83,9 @@ class Inspector:
 
     def call(self, fn: Callable[[Memory], T]) -> T:
         """Run ``fn`` on the Memory, one call at a time."""
+        if self.lender is not None:
+            with self.lender() as memory:
+                return fn(memory)
         with self.lock:
             return fn(self.memory)
 
@@ -84,7 +97,7 @@ class Inspector:
             request=request,
             csrf=self.options.csrf,
             writable=self.options.writable,
-            workspace=str(self.memory.workspace.root),
+            workspace=self.root,
             **context,
         )
         return HTMLResponse(html, status_code=status)

@@ -57,7 +57,7 @@ def page(request: Request) -> Response:
     query, response = _search(request)
     context: dict[str, Any] = {"active": "search", "q": query, "response": response, "hits": []}
     if response is not None:
-        config = ui.memory.config.search
+        config = ui.call(lambda memory: memory.config.search)
         context["scoring"] = present.scoring_note(config, response.mode, response.calibrated)
         context["hits"] = [
             {
