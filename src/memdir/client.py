@@ -22,6 +22,8 @@ import os
 import sys
 
 from memdir.service.protocol import (
+    ANSWER_TIMEOUT_S,
+    HOOK_ANSWER_TIMEOUT_S,
     MAX_STDIN_BYTES,
     OFF_VALUES,
     SERVED,
@@ -63,8 +65,12 @@ def run_through_service(argv: list[str]) -> int | None:
     if where is None:
         return None
     port, token = where
+    timeout = ANSWER_TIMEOUT_S
+    if command_of(argv) == "hook":
+        event = next((a for a in argv if a in HOOK_ANSWER_TIMEOUT_S), "")
+        timeout = HOOK_ANSWER_TIMEOUT_S.get(event, ANSWER_TIMEOUT_S)
     try:
-        status, body = post(port, token, "/v1/cli", request)
+        status, body = post(port, token, "/v1/cli", request, timeout=timeout)
     except OSError:
         return None
     if status != 200:

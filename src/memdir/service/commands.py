@@ -16,14 +16,19 @@ with ``env:``), when the command is not one it runs, or when the request is not 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from memdir.cli.common import CLIENT_ENV, LENDER
 from memdir.config import Config
+from memdir.errors import MemdirError
+from memdir.memory import Memory
 from memdir.service.capture import captured
 from memdir.service.pool import Pool
 from memdir.service.protocol import PROTOCOL, SERVED, command_of, encode_answer
@@ -39,6 +44,11 @@ _NAMES = frozenset(
     {"TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "SSL_CERT_FILE",
      "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
 )  # fmt: skip
+
+
+#: Seconds a command waits for its workspace held by another call before the service declines
+#: it (the client then runs it itself rather than wait).
+BUSY_S = 5.0
 
 
 class Declined(Exception):
@@ -162,8 +172,13 @@ def run_command(pool: Pool, request: CliRequest) -> bytes:
         raise Declined("the environment differs: " + ", ".join(differ))
     from memdir.cli.main import cli
 
-    streams_token = CLIENT_ENV.set(request.console_env())
-    lender_token = LENDER.set(lambda path, scope: pool.lend(path, scope))
+    try:
+        lent = pool.lend(workspace, timeout=BUSY_S)
+        memory = lent.__enter__()
+    except MemdirError as exc:  # another call holds it: the client does not wait for it
+        raise Declined(str(exc)) from exc
+    env_token = CLIENT_ENV.set(request.console_env())
+    lender_token = LENDER.set(partial(_lend, pool, workspace, memory))
     try:
         with captured(
             request.stdin, stdout_tty=request.stdout_tty, stderr_tty=request.stderr_tty
@@ -171,8 +186,19 @@ def run_command(pool: Pool, request: CliRequest) -> bytes:
             code = _invoke(cli, request.argv)
     finally:
         LENDER.reset(lender_token)
-        CLIENT_ENV.reset(streams_token)
+        CLIENT_ENV.reset(env_token)
+        lent.__exit__(None, None, None)
     return encode_answer(code, streams.output["stdout"], streams.output["stderr"])
+
+
+def _lend(
+    pool: Pool, workspace: Path, held: Memory, path: Path, scope: str
+) -> AbstractContextManager[Memory]:
+    """What :func:`memdir.cli.common.open_memory` gets in the service: the Memory the request
+    already holds (its workspace's lock taken), or another workspace's, lent as usual."""
+    if scope == "private" and path == workspace:
+        return contextlib.nullcontext(held)
+    return pool.lend(path, scope)
 
 
 def _invoke(cli: object, argv: list[str]) -> int:

@@ -24,9 +24,12 @@ TOKEN_FILE = "token"
 PROTOCOL = b"memdir-cli/1"
 #: Seconds to wait for the connection (loopback: it is there at once or not at all).
 CONNECT_TIMEOUT_S = 0.5
-#: Seconds to wait for the answer (a hook's own limits are shorter; a search after a big edit
-#: may sync first).
+#: Seconds to wait for the answer (a search after a big edit may sync first) …
 ANSWER_TIMEOUT_S = 300.0
+#: … except for the hooks Claude Code waits for before the session goes on: a service that does
+#: not answer in time is passed by and the hook runs in the client, within the entry's timeout
+#: (``[hooks] recall_timeout`` 10 s + 15 s).
+HOOK_ANSWER_TIMEOUT_S = {"session-start": 8.0, "user-prompt-submit": 12.0}
 #: Hook input beyond this many bytes is not read (as :data:`memdir.hooks.events.MAX_INPUT_BYTES`).
 MAX_STDIN_BYTES = 16 * 1024 * 1024
 
