@@ -260,3 +260,20 @@ def test_the_token_goes_to_a_settings_file_that_is_not_shared(tmp_path: Path) ->
     assert not set_token_env(local, "t" * 40)
     assert local.stat().st_mode & 0o777 == 0o600
     assert json.loads(local.read_text()) == {"env": {"MEMDIR_TOKEN": "t" * 40}}
+
+
+def test_a_command_for_a_busy_workspace_is_declined(
+    fake_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memdir.service.commands as commands
+
+    monkeypatch.setattr(commands, "BUSY_S", 0.1)
+    pool = Pool(watch=False)
+    body = encode_request(["-w", str(workspace), "status"], "/", dict(os.environ), "00:0:0", b"")
+    try:
+        assert decode_answer(commands.run_command(pool, decode_request(body)))[0] == 0
+        warm = pool.get(workspace)
+        with warm.lock, pytest.raises(Declined, match="busy"):
+            commands.run_command(pool, decode_request(body))
+    finally:
+        pool.close()
