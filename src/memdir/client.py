@@ -22,11 +22,14 @@ import os
 import sys
 
 from memdir.service.protocol import (
+    ACK,
     ANSWER_TIMEOUT_S,
+    DECLINED,
     HOOK_ANSWER_TIMEOUT_S,
     MAX_STDIN_BYTES,
     OFF_VALUES,
     SERVED,
+    build_id,
     command_of,
     decode_answer,
     encode_request,
@@ -64,18 +67,21 @@ def run_through_service(argv: list[str]) -> int | None:
     where = read_endpoint()
     if where is None:
         return None
-    port, token = where
+    sock, token = where
     timeout = ANSWER_TIMEOUT_S
     if command_of(argv) == "hook":
         event = next((a for a in argv if a in HOOK_ANSWER_TIMEOUT_S), "")
         timeout = HOOK_ANSWER_TIMEOUT_S.get(event, ANSWER_TIMEOUT_S)
     try:
-        status, body = post(port, token, "/v1/cli", request, timeout=timeout)
+        status, body = post(sock, token, "/v1/cli", request, timeout=timeout)
     except OSError:
         return None
-    if status != 200:
-        return None  # declined (another environment, a version, busy): run it here
-    answer = decode_answer(body)
+    except KeyboardInterrupt:  # as the command line says it (the service may go on)
+        sys.stderr.write("memdir: interrupted\n")
+        return 130
+    if status != 200 or not body.startswith(ACK) or body.startswith(ACK + DECLINED):
+        return None  # declined (another environment or version, busy): run it here
+    answer = decode_answer(body[len(ACK) :])
     if answer is None:
         return None
     code, out, err = answer
@@ -97,7 +103,12 @@ def plan_request(argv: list[str]) -> bytes | None:
             stdin = b""
         # Read once: if the service cannot answer, the command runs here on the same bytes.
         sys.stdin = _Replay(stdin)
-    return encode_request(args, os.getcwd(), dict(os.environ), _terminal(), stdin)
+    io = ":".join(
+        f"{getattr(s, 'encoding', None) or 'utf-8'}:{getattr(s, 'errors', None) or 'strict'}"
+        for s in (sys.stdout, sys.stderr)
+    )
+    env = dict(os.environ)
+    return encode_request(args, os.getcwd(), env, _terminal(), stdin, io=io, build=build_id())
 
 
 def absolute_workspaces(argv: list[str]) -> list[str] | None:

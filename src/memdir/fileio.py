@@ -86,6 +86,18 @@ def read_regular_file(path: Path | str, *, limit: int | None = None) -> bytes:
         os.close(fd)
 
 
+def open_regular(path: Path | str, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on the regular file ``path`` (see :func:`read_regular_file`), for a reader
+    that goes through it line by line.
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        PathNotAllowed: a symlink, a folder, a FIFO, a socket or a device.
+        OSError: it cannot be opened.
+    """
+    return _open_regular(path, flags)
+
+
 def _open_regular(path: Path | str, flags: int) -> int:
     """A descriptor on ``path`` opened with ``flags``, never through a final symlink and never
     blocking (a FIFO would); closed again unless the file is a regular file.

@@ -89,6 +89,8 @@ class MemoryTools:
         self.memory = memory
         self.lock = lock if lock is not None else threading.Lock()
         self.timeout = timeout
+        #: Called after :meth:`start_over` (the per-user service moves its watcher along).
+        self.on_start_over: Callable[[], None] | None = None
         self.specs = memory_tools(
             memory.config.search,
             private=memory.scope == "private",
@@ -152,6 +154,8 @@ class MemoryTools:
             return
         self.memory, self.lock = fresh, threading.Lock()
         log.warning("memdir: %s was abandoned; later calls use a fresh index connection", name)
+        if self.on_start_over is not None:
+            self.on_start_over()
 
     # -- resources ------------------------------------------------------------------------
 

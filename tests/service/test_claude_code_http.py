@@ -41,7 +41,11 @@ def test_claude_code_runs_http_hooks_and_mcp_over_http(tmp_path: Path, isolated_
         port = _free_port()
         with (isolated_env / "config.toml").open("a", encoding="utf-8") as config:
             config.write(f"[service]\nport = {port}\n")
-        service = start_service(isolated_env, port=port, MEMDIR_TEST_LLM_KEY="sk-test")
+        # The service runs with the HOME Claude Code runs with: it reads transcripts only from
+        # Claude Code's projects folder there.
+        service = start_service(
+            isolated_env, port=port, MEMDIR_TEST_LLM_KEY="sk-test", HOME=str(home)
+        )
         try:
             env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
             env.pop("MEMDIR_SERVICE", None)

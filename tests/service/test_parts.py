@@ -88,6 +88,11 @@ def test_the_request_and_answer_round_trip() -> None:
     )
     assert request.stdin == b"in\0put"
     assert request.console_env()["COLUMNS"] == "120"
+    no_terminal = decode_request(encode_request(argv, "/", {}, "00:0:0", b""))
+    assert (no_terminal.console_env()["COLUMNS"], no_terminal.console_env()["LINES"]) == (
+        "80",
+        "25",
+    )  # rich's own fallback, not the service's terminal
     assert decode_answer(encode_answer(2, b"out\n", b"err")) == (2, b"out\n", b"err")
     assert decode_answer(b"garbage") is None
     with pytest.raises(Declined):
@@ -103,15 +108,83 @@ def test_a_chunked_http_answer_is_read() -> None:
         parse_response(b"nonsense")
 
 
-def test_the_endpoint_needs_both_files(isolated_env: Path) -> None:
+def test_the_endpoint_is_a_private_socket_of_a_live_service(isolated_env: Path) -> None:
     assert read_endpoint() is None
     files.write_state(files.ServiceState(43210, os.getpid(), "0", "now"))
-    assert read_endpoint() is None  # no token yet
     token = files.token()
-    assert read_endpoint() == (43210, token)
-    assert files.read_state() is not None
-    files.clear_state(os.getpid())
-    assert files.read_state() is None
+    assert read_endpoint() is None  # no socket yet
+    sock = files.bind_socket()
+    try:
+        path = sock.getsockname()
+        assert read_endpoint() == (path, token)
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        files.write_state(files.ServiceState(43210, 2**22 + 12345, "0", "now"))  # pid gone
+        assert read_endpoint() is None
+        assert files.read_state() is None
+    finally:
+        sock.close()
+    files.clear_state(2**22 + 12345)
+    assert not (isolated_env / "service" / "service.json").exists()
+
+
+def test_a_long_home_gets_its_socket_in_a_private_tmp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / ("h" * 120)
+    home.mkdir()
+    monkeypatch.setenv("MEMDIR_HOME", str(home))
+    sock = files.bind_socket()
+    try:
+        path = Path(sock.getsockname())
+        assert path.parent == Path(f"/tmp/memdir-{os.getuid()}")
+        assert path.parent.stat().st_mode & 0o777 == 0o700
+    finally:
+        sock.close()
+        path.unlink()
+
+
+def test_a_stale_state_never_signals_another_process(isolated_env: Path) -> None:
+    import subprocess
+
+    from memdir.service import daemon
+
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        files.write_state(files.ServiceState(1, sleeper.pid, "0", "now"))
+        assert daemon.stop(wait=1) is None
+        assert sleeper.poll() is None  # still running
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_autostart_tries_once_a_minute(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memdir.service import daemon
+
+    spawned: list[bool] = []
+    monkeypatch.setattr(daemon, "_spawn", lambda **kw: spawned.append(True))
+    daemon.start_quietly()
+    daemon.start_quietly()
+    assert spawned == [True]
+    marker = isolated_env / "service" / files.AUTOSTART_FILE
+    os.utime(marker, (time.time() - 120, time.time() - 120))
+    daemon.start_quietly()
+    assert spawned == [True, True]
+    (isolated_env / "config.toml").write_text("[service]\nautostart = false\n")
+    marker.unlink()
+    daemon.start_quietly()
+    assert spawned == [True, True]
+
+
+def test_concurrent_first_uses_agree_on_one_token(isolated_env: Path) -> None:
+    seen: list[str] = []
+    threads = [threading.Thread(target=lambda: seen.append(files.token())) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(seen)) == 1 and seen[0] == files.token()
+    assert [p.name for p in (isolated_env / "service").iterdir()] == ["token"]
 
 
 def test_the_token_is_private_and_kept(isolated_env: Path) -> None:
@@ -143,6 +216,9 @@ def test_concurrent_requests_keep_their_own_streams() -> None:
         thread.join()
     for n in range(4):
         assert out[n] == f"line {n} in-{n}\n".encode() * 50
+    with captured(b"", stdout_tty=False, stderr_tty=False, io=("latin-1", "strict") * 2) as raw:
+        click.echo("café")
+    assert raw.output["stdout"] == "café\n".encode("latin-1")
     with captured(b"", stdout_tty=True, stderr_tty=False) as streams:  # a later one, too
         click.echo("again")
         click.echo("to stderr", err=True)
@@ -256,20 +332,45 @@ def test_the_token_goes_to_a_settings_file_that_is_not_shared(tmp_path: Path) ->
     local = token_settings_path(settings)
     assert local.name == "settings.local.json"
     assert token_settings_path(tmp_path / "mine.json") == tmp_path / "mine.json"
+    local.parent.mkdir(parents=True)
+    local.write_text("{}")
+    local.chmod(0o644)  # an existing file others can read
     assert set_token_env(local, "t" * 40)
     assert not set_token_env(local, "t" * 40)
     assert local.stat().st_mode & 0o777 == 0o600
     assert json.loads(local.read_text()) == {"env": {"MEMDIR_TOKEN": "t" * 40}}
 
 
+def test_a_client_of_another_build_is_declined(fake_home: Path, workspace: Path) -> None:
+    from memdir.service.commands import run_command
+
+    body = encode_request(
+        ["-w", str(workspace), "status"], "/", dict(os.environ), "00:0:0", b"", build="0.0.1@1"
+    )
+    with pytest.raises(Declined, match=r"the client runs memdir 0\.0\.1@1"):
+        run_command(Pool(watch=False), decode_request(body))
+
+
+def test_a_transcript_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    from memdir.hooks.transcript import read_transcript
+
+    fifo = tmp_path / "t.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(MemdirError, match="not a regular file"):
+        read_transcript(fifo)
+
+
 def test_a_command_for_a_busy_workspace_is_declined(
     fake_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import memdir.service.commands as commands
+    from memdir.service.commands import BUILD
 
     monkeypatch.setattr(commands, "BUSY_S", 0.1)
     pool = Pool(watch=False)
-    body = encode_request(["-w", str(workspace), "status"], "/", dict(os.environ), "00:0:0", b"")
+    body = encode_request(
+        ["-w", str(workspace), "status"], "/", dict(os.environ), "00:0:0", b"", build=BUILD
+    )
     try:
         assert decode_answer(commands.run_command(pool, decode_request(body)))[0] == 0
         warm = pool.get(workspace)

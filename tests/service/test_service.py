@@ -264,3 +264,32 @@ def test_memdir_ui_is_served_by_the_service(service: Service, notes: Path) -> No
     assert httpx.get(url + "api/index", headers={"Host": "evil.example"}).status_code != 200
     again = service.memdir("-w", str(notes), "ui", "--port", "0")
     assert url.encode() in again.stdout  # the same inspector, not a second one
+
+
+def test_a_stopped_service_is_passed_by_in_seconds(service: Service, notes: Path) -> None:
+    """SIGSTOP: the socket still accepts, nothing answers; the client runs it itself (a
+    hang would end in TimeoutExpired)."""
+    os.kill(service.process.pid, signal.SIGSTOP)
+    try:
+        done = subprocess.run(
+            [*_memdir(), "-w", str(notes), "search", "production database"],
+            capture_output=True,
+            env=service.env(),
+            timeout=60,
+        )
+        assert done.returncode == 0 and b"db-prod-01" in done.stdout
+    finally:
+        os.kill(service.process.pid, signal.SIGCONT)
+
+
+def test_an_http_hook_reads_transcripts_only_from_claude_code(
+    service: Service, notes: Path, tmp_path: Path
+) -> None:
+    private = tmp_path / "private.jsonl"
+    private.write_text('{"type": "user", "message": {"role": "user", "content": "secret"}}\n')
+    hook = {"hook_event_name": "SessionEnd", "session_id": "s9", "transcript_path": str(private)}
+    status, body = _post(
+        service, f"/v1/hooks/claude-code/session-end?workspace={notes}", json.dumps(hook).encode()
+    )
+    assert status == 403 and b"not under Claude Code's projects folder" in body
+    assert not list((notes / "memory").glob("*-*-*-*.md"))  # nothing archived

@@ -89,6 +89,8 @@ def _in_service(workspace: Path, port: int, writable: bool) -> bool:
 
     if os.environ.get("MEMDIR_SERVICE", "").strip().lower() in OFF_VALUES:
         return False
+    if os.environ.get("MEMDIR_UI_TOKEN"):
+        return False  # a token was asked for: the inspector runs here, with it
     where = state.endpoint()
     if where is None or state.read_state() is None:
         return False

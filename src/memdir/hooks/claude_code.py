@@ -172,24 +172,25 @@ def token_settings_path(path: Path) -> Path:
 
 
 def set_token_env(path: Path, token: str) -> bool:
-    """Put ``MEMDIR_TOKEN`` into the ``env`` of the settings at ``path`` (made with mode 0600
-    when new); whether the file changed.
+    """Put ``MEMDIR_TOKEN`` into the ``env`` of the settings at ``path`` and make the file
+    readable by its owner only (mode 0600); whether the file changed.
 
     Raises:
         MemdirError: the file is not a JSON object of the expected shape, or cannot be written.
     """
-    existed = path.exists()
     data = _load(path)
     env = data.setdefault("env", {})
     if not isinstance(env, dict):
         raise MemdirError(f'{path}: "env" is not an object; nothing was changed')
-    if env.get(TOKEN_VAR) == token:
-        return False
-    env[TOKEN_VAR] = token
-    _save(path, data)
-    if not existed:
-        os.chmod(path, 0o600)
-    return True
+    changed = env.get(TOKEN_VAR) != token
+    if changed:
+        env[TOKEN_VAR] = token
+        _save(path, data)
+    target = path.resolve()
+    if target.stat().st_mode & 0o077:  # it holds a secret now: only its owner reads it
+        os.chmod(target, 0o600)
+        changed = True
+    return changed
 
 
 def unset_token_env(path: Path) -> bool:

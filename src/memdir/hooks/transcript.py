@@ -23,7 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.errors import MemdirError
+from memdir.errors import MemdirError, PathNotAllowed
+from memdir.fileio import open_regular
 from memdir.llm.base import Message
 
 #: A tool call's arguments and a tool result are cut to this many characters.
@@ -74,7 +75,13 @@ def read_transcript(path: Path, *, start_line: int = 0) -> Transcript:
     out = Transcript()
     last_id: str | None = None
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
+        fd = open_regular(path)  # not a FIFO or a device: a hook never blocks on one
+    except PathNotAllowed as exc:
+        raise MemdirError(f"the transcript {path} is not a regular file") from exc
+    except OSError as exc:
+        raise MemdirError(f"cannot read the transcript {path}: {exc.strerror}") from exc
+    try:
+        with open(fd, encoding="utf-8", errors="replace") as fh:
             for number, raw in enumerate(fh):
                 out.lines = number + 1
                 if out.started_at is not None and number < start_line:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -31,7 +32,7 @@ import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -42,6 +43,7 @@ from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
 from memdir.mcp_server import build_server
 from memdir.service.commands import Declined, decode_request, run_command
 from memdir.service.pool import Pool, WarmWorkspace
+from memdir.service.protocol import ACK, DECLINED
 
 log = logging.getLogger("memdir.service")
 #: Seconds between looks for idle workspaces.
@@ -71,7 +73,9 @@ class Guard:
         headers = dict(scope["headers"])
         port = self.port()
         hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
-        if headers.get(b"host") not in hosts:
+        server = scope.get("server")
+        local_socket = server is None or server[1] is None  # the Unix socket: no browser there
+        if not local_socket and headers.get(b"host") not in hosts:
             await PlainTextResponse("wrong Host", status_code=421)(scope, receive, send)
             return
         given = headers.get(b"authorization", b"")
@@ -175,13 +179,17 @@ def create_app(
 
     async def cli(request: Request) -> Response:
         body = await _body(request)
-        try:
-            run = decode_request(body)
-            answer = await anyio.to_thread.run_sync(run_command, pool, run)
-        except Declined as exc:
-            log.info("memdir service: declined a command: %s", exc)
-            return PlainTextResponse(str(exc), status_code=409)
-        return Response(answer, media_type="application/octet-stream")
+
+        async def answer() -> AsyncIterator[bytes]:
+            yield ACK  # at once: the client knows the service is alive and working on it
+            try:
+                run = decode_request(body)
+                yield await anyio.to_thread.run_sync(run_command, pool, run)
+            except Declined as exc:
+                log.info("memdir service: declined a command: %s", exc)
+                yield DECLINED + str(exc).encode("utf-8", "replace")
+
+        return StreamingResponse(answer(), media_type="application/octet-stream")
 
     async def hook(request: Request) -> Response:
         event = request.path_params["event"]
@@ -191,6 +199,9 @@ def create_app(
         if not root or not Path(root).is_absolute():
             return PlainTextResponse("name the workspace: ?workspace=/absolute/path", 400)
         raw = (await _body(request)).decode("utf-8", "replace")
+        refused = _foreign_transcript(raw)
+        if refused:
+            return PlainTextResponse(refused, status_code=403)
 
         def run() -> str:
             reply = run_hook(event, raw, Path(root), open_memory=pool.lend)
@@ -211,6 +222,7 @@ def create_app(
             Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
         ],
         lifespan=lifespan,
+        exception_handlers={TooLarge: _too_large},
     )
     guard = Guard(app, token=token, port=port)
     guard.state = state
@@ -256,15 +268,54 @@ async def _start_ui(
     return url
 
 
+def claude_projects() -> list[Path]:
+    """Where Claude Code keeps its transcripts: ``$CLAUDE_CONFIG_DIR/projects`` and
+    ``~/.claude/projects``."""
+    roots = [Path.home() / ".claude" / "projects"]
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        roots.insert(0, Path(configured).expanduser() / "projects")
+    return roots
+
+
+def _foreign_transcript(raw: str) -> str:
+    """Why an HTTP hook's ``transcript_path`` is refused ("" when it is not): the service
+    reads a transcript only from Claude Code's projects folder, so the token cannot make it
+    read (and archive) any other file its user can read."""
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return ""  # run_hook says the input is not JSON
+    given = data.get("transcript_path") if isinstance(data, dict) else None
+    if not isinstance(given, str) or not given:
+        return ""
+    path = Path(given).expanduser()
+    resolved = path.resolve() if path.is_absolute() else None
+    if resolved is not None and any(
+        resolved.is_relative_to(r.resolve()) for r in claude_projects()
+    ):
+        return ""
+    return f"transcript_path {given} is not under Claude Code's projects folder"
+
+
+class TooLarge(Exception):
+    """A request body over :data:`MAX_BODY_BYTES`."""
+
+
 async def _body(request: Request) -> bytes:
+    """The request body, or :class:`TooLarge` (answered 413) past the limit."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_BODY_BYTES:
-            break
+            raise TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _too_large(request: Request, exc: Exception) -> Response:
+    return PlainTextResponse(f"the request is over {MAX_BODY_BYTES:,} bytes", status_code=413)
 
 
 async def _reap(pool: Pool, idle: Callable[[], None]) -> None:

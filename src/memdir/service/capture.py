@@ -22,8 +22,15 @@ from typing import Any, TextIO
 class Stream(io.TextIOWrapper):
     """A UTF-8 text stream over a byte buffer that says it is (or is not) a terminal."""
 
-    def __init__(self, data: bytes = b"", *, tty: bool = False) -> None:
-        super().__init__(io.BytesIO(data), encoding="utf-8", errors="replace", write_through=True)
+    def __init__(
+        self,
+        data: bytes = b"",
+        *,
+        tty: bool = False,
+        encoding: str = "utf-8",
+        errors: str = "replace",
+    ) -> None:
+        super().__init__(io.BytesIO(data), encoding=encoding, errors=errors, write_through=True)
         self._tty = tty
 
     def isatty(self) -> bool:
@@ -94,11 +101,22 @@ def install() -> None:
 
 
 @contextlib.contextmanager
-def captured(stdin: bytes, *, stdout_tty: bool, stderr_tty: bool) -> Iterator[Streams]:
+def captured(
+    stdin: bytes,
+    *,
+    stdout_tty: bool,
+    stderr_tty: bool,
+    io: tuple[str, str, str, str] = ("utf-8", "strict", "utf-8", "backslashreplace"),
+) -> Iterator[Streams]:
     """This thread's standard streams, for the ``with``: ``stdin`` to read, and buffers for
-    stdout and stderr (read them from :attr:`Streams.output` after the ``with``)."""
+    stdout and stderr with the client's encodings and error handlers (``io``: stdout's
+    encoding and errors, stderr's), read from :attr:`Streams.output` after the ``with``."""
     install()
-    streams = Streams(Stream(stdin), Stream(tty=stdout_tty), Stream(tty=stderr_tty))
+    streams = Streams(
+        Stream(stdin),
+        Stream(tty=stdout_tty, encoding=io[0], errors=io[1]),
+        Stream(tty=stderr_tty, encoding=io[2], errors=io[3]),
+    )
     token = _CURRENT.set(streams)
     try:
         yield streams

@@ -16,6 +16,7 @@ with ``env:``), when the command is not one it runs, or when the request is not 
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import os
@@ -31,7 +32,7 @@ from memdir.errors import MemdirError
 from memdir.memory import Memory
 from memdir.service.capture import captured
 from memdir.service.pool import Pool
-from memdir.service.protocol import PROTOCOL, SERVED, command_of, encode_answer
+from memdir.service.protocol import PROTOCOL, SERVED, build_id, command_of, encode_answer
 
 #: Variables that never decide what a served command does (the client handled them, or they
 #: only say how to reach the service).
@@ -42,8 +43,11 @@ _PREFIXES = (
 )  # fmt: skip
 _NAMES = frozenset(
     {"TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "SSL_CERT_FILE",
-     "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+     "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HOME", "XDG_CONFIG_HOME",
+     "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "PYTHONHASHSEED"}
 )  # fmt: skip
+#: Which memdir the service runs (a client of another build is declined).
+BUILD = build_id()
 
 
 #: Seconds a command waits for its workspace held by another call before the service declines
@@ -65,6 +69,9 @@ class CliRequest:
     columns: int
     lines: int
     stdin: bytes
+    #: stdout's and stderr's encoding and errors handler in the client.
+    io: tuple[str, str, str, str] = ("utf-8", "strict", "utf-8", "backslashreplace")
+    build: str = ""
 
     @property
     def workspace(self) -> Path:
@@ -89,10 +96,9 @@ class CliRequest:
     def console_env(self) -> dict[str, str]:
         """The client's environment for the consoles, its terminal size included."""
         env = dict(self.env)
-        if self.columns > 0:
-            env.setdefault("COLUMNS", str(self.columns))
-        if self.lines > 0:
-            env.setdefault("LINES", str(self.lines))
+        # No terminal in the client: the size rich falls back to there, not the service's.
+        env.setdefault("COLUMNS", str(self.columns if self.columns > 0 else 80))
+        env.setdefault("LINES", str(self.lines if self.lines > 0 else 25))
         return env
 
 
@@ -107,21 +113,36 @@ def decode_request(body: bytes) -> CliRequest:
         raise Declined("not a memdir-cli/1 request")
     try:
         parts = rest.split(b"\0")
-        cwd, terminal = parts[0].decode(), parts[1].decode()
-        count = int(parts[2])
-        argv = [p.decode("utf-8", "surrogateescape") for p in parts[3 : 3 + count]]
-        at = 3 + count
+        cwd, terminal = parts[0].decode("utf-8", "surrogateescape"), parts[1].decode()
+        io, build = tuple(parts[2].decode().split(":")), parts[3].decode()
+        count = int(parts[4])
+        argv = [p.decode("utf-8", "surrogateescape") for p in parts[5 : 5 + count]]
+        at = 5 + count
         nvars = int(parts[at])
         pairs = [p.decode("utf-8", "surrogateescape") for p in parts[at + 1 : at + 1 + nvars]]
         stdin = b"\0".join(parts[at + 1 + nvars :])
         flags, columns, lines = terminal.split(":")
     except (IndexError, ValueError, UnicodeDecodeError) as exc:
         raise Declined(f"unreadable request: {exc}") from exc
-    if len(pairs) != nvars or len(flags) != 2:
+    if len(pairs) != nvars or len(flags) != 2 or len(io) != 4:
         raise Declined("unreadable request: truncated")
+    for encoding in io[0::2]:
+        try:
+            codecs.lookup(encoding)
+        except LookupError as exc:
+            raise Declined(f"unknown encoding {encoding!r}") from exc
     env = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     return CliRequest(
-        argv, cwd, env, flags[0] == "1", flags[1] == "1", int(columns), int(lines), stdin
+        argv,
+        cwd,
+        env,
+        flags[0] == "1",
+        flags[1] == "1",
+        int(columns),
+        int(lines),
+        stdin,
+        io=(io[0], io[1], io[2], io[3]),
+        build=build,
     )
 
 
@@ -160,6 +181,8 @@ def run_command(pool: Pool, request: CliRequest) -> bytes:
     Raises:
         Declined: the service does not run it (see the module's docstring).
     """
+    if request.build != BUILD:
+        raise Declined(f"the client runs memdir {request.build}, the service {BUILD}")
     if command_of(request.argv) not in SERVED:
         raise Declined(f"not a command the service runs: {request.argv[:3]}")
     workspace = request.workspace
@@ -181,7 +204,10 @@ def run_command(pool: Pool, request: CliRequest) -> bytes:
     lender_token = LENDER.set(partial(_lend, pool, workspace, memory))
     try:
         with captured(
-            request.stdin, stdout_tty=request.stdout_tty, stderr_tty=request.stderr_tty
+            request.stdin,
+            stdout_tty=request.stdout_tty,
+            stderr_tty=request.stderr_tty,
+            io=request.io,
         ) as streams:
             code = _invoke(cli, request.argv)
     finally:

@@ -64,6 +64,7 @@ def run(
         token = files.token(home)
         sock = bind("127.0.0.1", settings.port if port is None else port)
         bound = sock.getsockname()[1]
+        local = files.bind_socket(home)
         pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
         app = create_app(pool, token=token, port=lambda: bound, exit_when_idle=exit_when_idle)
         config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
@@ -75,9 +76,11 @@ def run(
             "memdir service %s listening on 127.0.0.1:%s (pid %s)", __version__, bound, os.getpid()
         )
         try:
-            server.run(sockets=[sock])
+            server.run(sockets=[sock, local])
         finally:
             files.clear_state(os.getpid(), home)
+            with contextlib.suppress(OSError):
+                os.unlink(local.getsockname())
     finally:
         lock.release()
 
@@ -108,9 +111,9 @@ def health(home: Path | None = None, *, timeout: float = 2.0) -> dict[str, objec
     where = files.endpoint(home)
     if where is None:
         return None
-    port, token = where
+    sock, token = where
     try:
-        status, body = post(port, token, "/v1/health", b"", timeout=timeout, method="GET")
+        status, body = post(sock, token, "/v1/health", b"", timeout=timeout, method="GET")
         data = json.loads(body) if status == 200 else None
     except (OSError, ValueError):
         return None
@@ -126,20 +129,7 @@ def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dic
     found = health()
     if found is not None:
         return found
-    log_path = files.folder() / files.LOG_FILE
-    command = [sys.executable, "-m", "memdir", "daemon", "run"]
-    if exit_when_idle:
-        command.append("--exit-when-idle")
-    with open(log_path, "ab") as log_file:
-        subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=log_file,
-            start_new_session=True,
-            close_fds=True,
-            cwd=str(files.folder()),
-        )
+    log_path = _spawn(exit_when_idle=exit_when_idle)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         time.sleep(0.1)
@@ -149,42 +139,66 @@ def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dic
     raise MemdirError(f"the memdir service did not start within {wait:.0f} s: see {log_path}")
 
 
+def _spawn(*, exit_when_idle: bool) -> Path:
+    """``memdir daemon run`` in the background, logging to ``service.log``; the log's path."""
+    home = memdir_home().absolute()  # the child runs in the service folder
+    folder = files.folder(home)
+    command = [sys.executable, "-m", "memdir", "daemon", "run"]
+    if exit_when_idle:
+        command.append("--exit-when-idle")
+    log_path = folder / files.LOG_FILE
+    with open(log_path, "ab") as log_file:
+        subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            start_new_session=True,
+            close_fds=True,
+            cwd=str(folder),
+            env={**os.environ, "MEMDIR_HOME": str(home)},
+        )
+    return log_path
+
+
+#: Seconds after an autostart during which no other is tried (many hooks at once start one).
+AUTOSTART_QUIET_S = 60.0
+
+
 def start_quietly() -> None:
     """Start a service in the background that stops when idle, and return at once (a Claude
-    Code hook that ran without one: the next hooks are answered warm). Never raises."""
+    Code hook that ran without one: the next hooks are answered warm). At most one try a
+    minute, and none while a service holds its lock. Never raises."""
     with contextlib.suppress(Exception):
-        if not load_config().service.autostart or files.read_state() is not None:
+        if not load_config().service.autostart or files.service_running():
             return
-        folder = files.folder()
-        with open(folder / files.LOG_FILE, "ab") as log_file:
-            subprocess.Popen(
-                [sys.executable, "-m", "memdir", "daemon", "run", "--exit-when-idle"],
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=log_file,
-                start_new_session=True,
-                close_fds=True,
-                cwd=str(folder),
-            )
+        marker = files.folder() / files.AUTOSTART_FILE
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - marker.stat().st_mtime < AUTOSTART_QUIET_S:
+                return
+            marker.unlink()
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # one wins
+        _spawn(exit_when_idle=True)
 
 
 def stop(*, wait: float = 15.0) -> int | None:
-    """Stop the running service; its pid, or None when none ran.
+    """Stop the running service; its pid, or None when none ran (a ``service.json`` whose
+    process does not hold the service's lock is stale: nothing is signalled).
 
     Raises:
         MemdirError: it did not stop within ``wait`` seconds.
     """
     running = files.read_state()
-    if running is None:
+    if running is None or not files.service_running():
         return None
     where = files.endpoint()
     try:
-        if where is None:
-            raise OSError
-        post(where[0], where[1], "/v1/shutdown", b"", timeout=5.0)
+        if where is None or post(where[0], where[1], "/v1/shutdown", b"", timeout=5.0)[0] != 200:
+            raise OSError("no answer")
     except OSError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(running.pid, signal.SIGTERM)
+        if files.runs_memdir_service(running.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(running.pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         if not running.alive():

@@ -69,6 +69,7 @@ class WarmWorkspace:
     last_used: float = field(default_factory=time.monotonic)
     #: The MCP endpoint's session manager, made by the app on the first MCP request.
     mcp: tuple[Any, Any] | None = None
+    closed: bool = False
 
     @property
     def memory(self) -> Memory:
@@ -84,6 +85,7 @@ class WarmWorkspace:
         memory = Memory(root, scope=scope)
         tools = MemoryTools(memory, lock=threading.Lock())
         warm = cls(root, scope, tools, None, stamp)
+        tools.on_start_over = warm.watch_again
         memory.start_background_embedding()
         if watch:
             warm.watcher = warm._watch()
@@ -103,13 +105,16 @@ class WarmWorkspace:
 
     def start_over(self, why: str) -> None:
         """Go on with a fresh Memory and lock (an abandoned call keeps the old ones)."""
-        watching = self.watcher is not None
+        self.tools.start_over(why)  # calls watch_again
+
+    def watch_again(self) -> None:
+        """After a start-over (here or in an MCP call): the watcher follows the new Memory."""
         if self.watcher is not None:
             self.watcher.stop(timeout=1.0)
-        self.tools.start_over(why)
-        self.watcher = self._watch() if watching else None
+            self.watcher = self._watch()
 
     def close(self) -> None:
+        self.closed = True
         if self.watcher is not None:
             self.watcher.stop()
         self.memory.close()
@@ -152,7 +157,7 @@ class Pool:
             with self._guard:
                 warm = self._entries.get(key)
             if warm is not None and warm.stale():
-                self._drop(key, warm, "its config changed")
+                self._retire(key, warm, "its config changed")
                 warm = None
             if warm is None:
                 warm = WarmWorkspace.open(key[0], scope, watch=self.watch)
@@ -171,21 +176,27 @@ class Pool:
         Raises:
             MemdirError: another call held the workspace for ``timeout`` seconds.
         """
-        warm = self.get(root, scope)
-        lock = warm.lock
-        if not lock.acquire(timeout=timeout):
-            raise MemdirError(
-                f"memory is busy with another call (waited {timeout:.0f} s); try again"
-            )
+        deadline = time.monotonic() + timeout
+        while True:
+            warm = self.get(root, scope)
+            lock = warm.lock
+            if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                raise MemdirError(
+                    f"memory is busy with another call (waited {timeout:.0f} s); try again"
+                )
+            if warm.lock is lock and not warm.closed:  # not replaced or closed meanwhile
+                break
+            lock.release()
+        memory = warm.memory
         abandoned: list[threading.Thread] = []
         try:
             with abandoned_calls() as abandoned:
-                yield warm.memory
+                yield memory
         finally:
+            if any(thread.is_alive() for thread in abandoned):
+                warm.start_over(abandoned[0].name)  # before the lock is free: no one waits on it
             lock.release()
             warm.last_used = time.monotonic()
-            if any(thread.is_alive() for thread in abandoned):
-                warm.start_over(abandoned[0].name)
 
     def close_idle(self, now: float | None = None) -> list[WarmWorkspace]:
         """Close the workspaces idle for ``idle_s``; those closed since the last call (idle,
@@ -208,6 +219,17 @@ class Pool:
             if self._entries:
                 return 0.0
             return at - self._last_close
+
+    def _retire(self, key: Key, warm: WarmWorkspace, why: str) -> None:
+        """Take ``warm`` out at once and close it when the call that holds it is done (on a
+        thread of its own: the request that found it stale does not wait)."""
+        with self._guard:
+            if self._entries.get(key) is warm:
+                del self._entries[key]
+        closer = threading.Thread(
+            target=self._drop, args=(key, warm, why), name="memdir retire", daemon=True
+        )
+        closer.start()
 
     def _drop(self, key: Key, warm: WarmWorkspace, why: str) -> None:
         with self._guard:

@@ -5,7 +5,9 @@ here imports more than ``os`` (and ``_socket`` when a request is sent).
 - the files under ``$MEMDIR_HOME/service/`` (:func:`read_endpoint`);
 - ``POST /v1/cli``'s body, framed without JSON (:func:`encode_request`; the service reads it
   with :func:`memdir.service.commands.decode_request`) and its answer (:func:`encode_answer`);
-- an HTTP/1.1 request over loopback (:func:`post`), without ``http.client``.
+- an HTTP/1.1 request over the service's Unix socket (:func:`post`), without ``http.client``:
+  only its user can connect to it, so the client never hands the token, its environment or a
+  prompt to a process that took the TCP port first.
 """
 
 from __future__ import annotations
@@ -20,10 +22,17 @@ OFF_VALUES = frozenset({"off", "0", "no", "false"})
 SERVICE_DIR = "service"
 STATE_FILE = "service.json"
 TOKEN_FILE = "token"
+SOCKET_FILE = "service.sock"
 #: The request body's first line (the framing's version).
-PROTOCOL = b"memdir-cli/1"
-#: Seconds to wait for the connection (loopback: it is there at once or not at all).
+PROTOCOL = b"memdir-cli/2"
+#: Seconds to wait for the connection (a local socket: it is there at once or not at all) …
 CONNECT_TIMEOUT_S = 0.5
+#: … and for the first bytes of the answer (a stopped or stuck service sends none).
+FIRST_BYTE_S = 3.0
+#: What the body of ``POST /v1/cli`` starts with at once, before the command runs.
+ACK = b"\n"
+#: What follows the acknowledgement when the service does not run the command.
+DECLINED = b"declined "
 #: Seconds to wait for the answer (a search after a big edit may sync first) …
 ANSWER_TIMEOUT_S = 300.0
 #: … except for the hooks Claude Code waits for before the session goes on: a service that does
@@ -62,48 +71,115 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
-def read_endpoint(home: str | None = None) -> tuple[int, str] | None:
-    """The running service's port and token, from its state files; None when there is none."""
+def socket_path(home: str | None = None) -> str:
+    """The service's Unix socket: ``$MEMDIR_HOME/service/service.sock``, or, when that path is
+    too long for a socket address (over 100 bytes), one named after it in a private folder
+    ``/tmp/memdir-<uid>/``."""
     folder = service_dir(home)
+    path = os.path.join(folder, SOCKET_FILE)
+    if len(path.encode("utf-8", "surrogateescape")) <= 100:
+        return path
+    import hashlib
+
+    digest = hashlib.sha256(os.path.abspath(folder).encode("utf-8", "surrogateescape"))
+    return os.path.join(f"/tmp/memdir-{os.getuid()}", digest.hexdigest()[:16] + ".sock")
+
+
+def read_endpoint(home: str | None = None) -> tuple[str, str] | None:
+    """The running service's socket and token; None when there is none: no state file, its
+    process gone, a token that is not a private regular file of ours, or a socket that is not
+    ours (another user cannot stand in for the service: see docs/design.md)."""
+    folder = service_dir(home)
+    state = _read_private(os.path.join(folder, STATE_FILE), 4096)
+    token = _read_private(os.path.join(folder, TOKEN_FILE), 256)
+    if state is None or token is None or not _alive(_number_in(state, b'"pid":')):
+        return None
+    sock = socket_path(home)
     try:
-        with open(os.path.join(folder, STATE_FILE), "rb") as f:
-            state = f.read(4096)
-        with open(os.path.join(folder, TOKEN_FILE), "rb") as f:
-            token = f.read(256).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
+        info = os.lstat(sock)
+    except OSError:
         return None
-    port = _port_in(state)
-    if port is None or not token:
+    if info.st_uid != os.getuid() or (info.st_mode & 0o170000) != 0o140000:
         return None
-    return port, token
+    value = token.decode("ascii", "replace").strip()
+    return (sock, value) if value else None
 
 
-def _port_in(state: bytes) -> int | None:
-    """The ``"port": N`` of the state file (read without json: see the module's docstring)."""
-    at = state.find(b'"port":')
+def _read_private(path: str, limit: int) -> bytes | None:
+    """A regular file of ours (not a link, a FIFO or a device: none can block or mislead)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (info.st_mode & 0o170000) != 0o100000 or info.st_uid != os.getuid():
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's process: not our service
+    return True
+
+
+def _number_in(state: bytes, key: bytes) -> int | None:
+    """The ``"key": N`` of the state file (read without json: see the module's docstring)."""
+    at = state.find(key)
     if at < 0:
         return None
-    digits = state[at + 7 :].lstrip()[:6]
+    digits = state[at + len(key) :].lstrip()[:10]
     end = 0
     while end < len(digits) and 48 <= digits[end] <= 57:
         end += 1
-    port = int(digits[:end]) if end else 0
-    return port if 0 < port < 65536 else None
+    return int(digits[:end]) if end else None
 
 
 # -- the framing ------------------------------------------------------------------------------
 
 
 def encode_request(
-    argv: list[str], cwd: str, env: dict[str, str], terminal: str, stdin: bytes
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    terminal: str,
+    stdin: bytes,
+    *,
+    io: str = "utf-8:strict:utf-8:backslashreplace",
+    build: str = "",
 ) -> bytes:
-    """``PROTOCOL``, then NUL-separated fields: cwd, terminal, the argument count, the
-    arguments, the variable count, ``NAME=value`` variables; then stdin, to the end (arguments
-    and variables cannot hold NUL; stdin may)."""
-    fields = [cwd, terminal, str(len(argv)), *argv, str(len(env))]
+    """``PROTOCOL``, then NUL-separated fields: cwd, terminal (``<stdout tty><stderr
+    tty>:<columns>:<lines>``), io (stdout's and stderr's encoding and errors,
+    ``enc:errors:enc:errors``), build (:func:`build_id`), the argument count, the arguments,
+    the variable count, ``NAME=value`` variables; then stdin, to the end (arguments and
+    variables cannot hold NUL; stdin may)."""
+    fields = [cwd, terminal, io, build, str(len(argv)), *argv, str(len(env))]
     fields += [f"{k}={v}" for k, v in env.items()]
     head = "\0".join(fields).encode("utf-8", "surrogateescape")
     return PROTOCOL + b"\n" + head + b"\0" + stdin
+
+
+def build_id() -> str:
+    """Which memdir this is: its version and when its package was installed (the mtime of its
+    ``__init__.py``): a service that runs other code than the client declines."""
+    import memdir
+
+    try:
+        stamp = os.stat(memdir.__file__ or "").st_mtime_ns
+    except OSError:
+        stamp = 0
+    return f"{memdir.__version__}@{stamp}"
 
 
 def decode_answer(body: bytes) -> tuple[int, bytes, bytes] | None:
@@ -122,11 +198,11 @@ def encode_answer(code: int, out: bytes, err: bytes) -> bytes:
     return f"{code} {len(out)}\n".encode("ascii") + out + err
 
 
-# -- HTTP over loopback -----------------------------------------------------------------------
+# -- HTTP over the service's Unix socket --------------------------------------------------
 
 
 def post(
-    port: int,
+    sock_path: str,
     token: str,
     path: str,
     body: bytes,
@@ -134,31 +210,31 @@ def post(
     timeout: float = ANSWER_TIMEOUT_S,
     method: str = "POST",
 ) -> tuple[int, bytes]:
-    """``POST`` (or ``method``) ``body`` to ``127.0.0.1:port`` ``path``; the status and the
-    response body.
+    """``POST`` (or ``method``) ``body`` to ``path`` over the Unix socket at ``sock_path``; the
+    status and the response body. The first bytes must come within :data:`FIRST_BYTE_S` (the
+    service answers a command with an acknowledgement at once): a service that is stopped or
+    stuck is passed by in seconds, whatever ``timeout`` allows for the whole answer.
 
     Raises:
         OSError: no connection, a timeout, or an answer that is not HTTP.
     """
     import _socket
 
-    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
-        sock.connect(("127.0.0.1", port))
-        sock.settimeout(timeout)
+        sock.connect(sock_path)
         head = (
-            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"{method} {path} HTTP/1.1\r\nHost: memdir\r\n"
             f"Authorization: Bearer {token}\r\nContent-Type: application/octet-stream\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )
         sock.sendall(head.encode("ascii") + body)
-        chunks = []
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        sock.settimeout(min(FIRST_BYTE_S, timeout))
+        chunks = [sock.recv(65536)]
+        sock.settimeout(timeout)
+        while chunks[-1]:
+            chunks.append(sock.recv(65536))
     finally:
         sock.close()
     return parse_response(b"".join(chunks))

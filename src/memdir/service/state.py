@@ -18,16 +18,29 @@ import contextlib
 import json
 import os
 import secrets
+import socket
+import stat
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from memdir.config import memdir_home
 from memdir.errors import MemdirError
 from memdir.fileio import atomic_write
-from memdir.service.protocol import SERVICE_DIR, STATE_FILE, TOKEN_FILE, read_endpoint
+from memdir.service.protocol import (
+    SERVICE_DIR,
+    STATE_FILE,
+    TOKEN_FILE,
+    read_endpoint,
+    socket_path,
+)
 
 LOCK_FILE = "service.lock"
 LOG_FILE = "service.log"
+#: Made by an autostart; a minute old, it no longer holds the next one back.
+AUTOSTART_FILE = "autostart"
 #: The port the service listens on unless ``[service] port`` says otherwise (the inspector's
 #: is 8765).
 DEFAULT_PORT = 8766
@@ -59,9 +72,12 @@ class ServiceState:
 
 
 def folder(home: Path | None = None) -> Path:
-    """``$MEMDIR_HOME/service``, made private (0700) if it has to be made."""
+    """``$MEMDIR_HOME/service``, made private (0700) if it has to be made, and kept so."""
     path = (home or memdir_home()) / SERVICE_DIR
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(OSError):
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
     return path
 
 
@@ -105,19 +121,26 @@ def token(home: Path | None = None, *, rotate: bool = False) -> str:
             return _read_token(path)
     value = secrets.token_urlsafe(32)
     try:
-        fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".token-")  # mode 0600, O_EXCL
         with os.fdopen(fd, "w", encoding="ascii") as f:
             f.write(value + "\n")
             f.flush()
             os.fsync(f.fileno())
-        os.replace(path.with_suffix(".tmp"), path)
+        if rotate:
+            os.replace(temp, path)
+        else:
+            with contextlib.suppress(FileExistsError):  # a concurrent first use won: its token
+                os.link(temp, path)  # made only if none is there
+            os.unlink(temp)
     except OSError as exc:
         raise MemdirError(f"cannot write the service token {path}: {exc.strerror}") from exc
-    return value
+    return _read_token(path)
 
 
 def _read_token(path: Path) -> str:
-    info = path.stat()
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise MemdirError(f"{path} is not a regular file: remove it, then run memdir again")
     if info.st_mode & 0o077:
         raise MemdirError(
             f"{path} can be read by other users (mode {info.st_mode & 0o777:o}): "
@@ -129,6 +152,60 @@ def _read_token(path: Path) -> str:
     return value
 
 
-def endpoint(home: Path | None = None) -> tuple[int, str] | None:
-    """The port and token a client would use (as :func:`memdir.service.protocol.read_endpoint`)."""
+def endpoint(home: Path | None = None) -> tuple[str, str] | None:
+    """The socket and token a client would use (:func:`memdir.service.protocol.read_endpoint`)."""
     return read_endpoint(str(home) if home is not None else None)
+
+
+def service_running(home: Path | None = None) -> bool:
+    """Whether a service holds ``service.lock`` (a process that only has the pid written in a
+    stale ``service.json`` does not)."""
+    lock = FileLock(str(folder(home) / LOCK_FILE))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
+def runs_memdir_service(pid: int) -> bool:
+    """Whether process ``pid`` runs ``memdir daemon run`` (where ``/proc`` tells; elsewhere
+    assumed, the lock having said a service runs)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
+    except OSError:
+        return False
+    return b"daemon" in command and b"run" in command
+
+
+def bind_socket(home: Path | None = None) -> socket.socket:
+    """The service's Unix socket (:func:`memdir.service.protocol.socket_path`), bound, mode
+    0600, in a folder only this user can enter (a stale socket of ours is replaced).
+
+    Raises:
+        MemdirError: the folder is not ours and private, or the socket cannot be bound.
+    """
+    path = Path(socket_path(str(home) if home is not None else None))
+    parent = path.parent
+    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = parent.lstat()
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise MemdirError(f"{parent} is not a private folder of yours: the service needs one")
+    with contextlib.suppress(FileNotFoundError):
+        old = path.lstat()
+        if not stat.S_ISSOCK(old.st_mode) or old.st_uid != os.getuid():
+            raise MemdirError(f"{path} is in the way of the service's socket: remove it")
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o600)
+        sock.listen(64)
+    except OSError as exc:
+        sock.close()
+        raise MemdirError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
