@@ -100,13 +100,22 @@ def _import_costs(ws: Path, query: str, env: dict[str, str], top: int) -> list[t
 def _request_alone(service: svc.Service, ws: Path, query: str, env: dict[str, str]) -> float:
     """Seconds of the service's answer to the thin client's request for ``memdir -w WS search
     QUERY`` (the same framed body, the same raw one-shot connection), sent from this process."""
-    from memdir.service.protocol import decode_answer, encode_request, post
+    from memdir.service.protocol import (
+        ACK,
+        build_id,
+        decode_answer,
+        encode_request,
+        post,
+        socket_path,
+    )
 
-    body = encode_request(["-w", str(ws), "search", query], str(ws), env, "00:0:0", b"")
+    argv = ["-w", str(ws), "search", query]
+    body = encode_request(argv, str(ws), env, "00:0:0", b"", build=build_id())
     started = time.perf_counter()
-    status, answer = post(service.port, service.token, "/v1/cli", body)
+    status, answer = post(socket_path(str(service.home)), service.token, "/v1/cli", body)
     seconds = time.perf_counter() - started
-    decoded = decode_answer(answer) if status == 200 else None
+    ok = status == 200 and answer.startswith(ACK)
+    decoded = decode_answer(answer[len(ACK) :]) if ok else None
     if decoded is None or decoded[0] != 0:
         raise SystemExit(f"/v1/cli: HTTP {status}: {answer[:300]!r}")
     return seconds

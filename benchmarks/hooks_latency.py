@@ -220,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
             'api_key = "env:BENCH_KEY"\n',
             encoding="utf-8",
         )
-        base = {**os.environ, "MEMDIR_HOME": str(home), "BENCH_KEY": "k"}
+        # HOME is a temporary one too: the transcript lives where Claude Code keeps it
+        # (~/.claude/projects/…), the only place the service's HTTP hooks read one from.
+        user_home = root / "user"
+        base = {**os.environ, "MEMDIR_HOME": str(home), "BENCH_KEY": "k", "HOME": str(user_home)}
         env = svc.cold_env(base)
         memdir = svc.memdir_command()
         subprocess.run(
@@ -241,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             capture_output=True,
         )
         settings = json.loads((project / ".claude" / "settings.json").read_text())
-        transcript = root / f"{SESSION}.jsonl"
+        transcript = user_home / ".claude" / "projects" / "-project" / f"{SESSION}.jsonl"
+        transcript.parent.mkdir(parents=True)
         if args.service:
             append_turns(transcript, args.turns, 0)
             report = compare_paths(args, settings, ws, project, transcript, base)
