@@ -78,22 +78,24 @@ class Service:
         conn: http.client.HTTPConnection | None = None,
         content_type: str = "application/json",
     ) -> tuple[int, bytes]:
-        """One request over ``conn`` (kept open) or a new connection (closed after)."""
+        """One request over ``conn`` (kept open) or a new connection (closed after). A kept
+        connection the service closed while idle (uvicorn's keep-alive is 5 s; a client such as
+        Claude Code reconnects) is opened again once."""
         own = conn is None
         if conn is None:
             conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": content_type}
         try:
-            conn.request(
-                method,
-                path,
-                body=body,
-                headers={
-                    "Authorization": f"Bearer {self.token}",
-                    "Content-Type": content_type,
-                },
-            )
-            response = conn.getresponse()
-            return response.status, response.read()
+            for attempt in (1, 2):
+                try:
+                    conn.request(method, path, body=body, headers=headers)
+                    response = conn.getresponse()
+                    return response.status, response.read()
+                except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                    if own or attempt == 2:
+                        raise
+                    conn.close()  # http.client connects again on the next request
+            raise AssertionError("unreachable")
         finally:
             if own:
                 conn.close()
