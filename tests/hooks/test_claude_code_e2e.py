@@ -43,6 +43,22 @@ class AnthropicAPI(ScriptedServer):
         return [json.dumps(r.json) for r in self.requests if "count_tokens" not in r.path]
 
 
+def claude_code_env(home: Path, memdir_home: Path, api_url: str) -> dict[str, str]:
+    """The environment Claude Code runs in here: its own HOME, memdir's home, the fake API, no
+    provider keys of the machine, nothing sent elsewhere."""
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
+    env.update(
+        HOME=str(home),
+        MEMDIR_HOME=str(memdir_home),
+        MEMDIR_TEST_LLM_KEY="sk-test",
+        ANTHROPIC_BASE_URL=api_url,
+        ANTHROPIC_API_KEY="sk-ant-test",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+    )
+    return env
+
+
 @pytest.fixture
 def claude() -> str:
     return node_client(*CLAUDE_CODE)
@@ -64,16 +80,7 @@ def test_claude_code_runs_all_four_hooks(
     write_llm_config(isolated_env, llm.url)
     ws, _ = init_workspace(home / "notes", "en")
     write(ws, "MEMORY.md", f"# Memory\n\n## Project facts\n- {FACT}\n")
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
-    env.update(
-        HOME=str(home),
-        MEMDIR_HOME=str(isolated_env),
-        MEMDIR_TEST_LLM_KEY="sk-test",
-        ANTHROPIC_BASE_URL=api.url,
-        ANTHROPIC_API_KEY="sk-ant-test",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-    )
+    env = claude_code_env(home, isolated_env, api.url)
     install = [sys.executable, "-m", "memdir", "hooks", "install", "claude-code", "-w", str(ws)]
     subprocess.run(install, cwd=project, env=env, check=True, capture_output=True)
 

@@ -7,7 +7,6 @@ Claude Code is not installed (.ci/run installs it)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -17,8 +16,8 @@ from memdir import init_workspace
 from memdir.service import daemon
 from tests.helpers import CLAUDE_CODE, node_client, write
 from tests.hooks.conftest import write_llm_config
-from tests.hooks.test_claude_code_e2e import FACT, SESSION, AnthropicAPI
-from tests.http_server import PROVIDER_ENV, run_server
+from tests.hooks.test_claude_code_e2e import FACT, SESSION, AnthropicAPI, claude_code_env
+from tests.http_server import run_server
 from tests.llm.conftest import ChatServer, openai_reply
 from tests.service.conftest import start_service
 
@@ -47,17 +46,8 @@ def test_claude_code_runs_http_hooks_and_mcp_over_http(tmp_path: Path, isolated_
             isolated_env, port=port, MEMDIR_TEST_LLM_KEY="sk-test", HOME=str(home)
         )
         try:
-            env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
+            env = claude_code_env(home, isolated_env, api.url)
             env.pop("MEMDIR_SERVICE", None)
-            env.update(
-                HOME=str(home),
-                MEMDIR_HOME=str(isolated_env),
-                MEMDIR_TEST_LLM_KEY="sk-test",
-                ANTHROPIC_BASE_URL=api.url,
-                ANTHROPIC_API_KEY="sk-ant-test",
-                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                DISABLE_AUTOUPDATER="1",
-            )
             install = [sys.executable, "-m", "memdir", "hooks", "install", "claude-code", "--http"]
             done = subprocess.run(
                 [*install, "-w", str(ws)], cwd=project, env=env, capture_output=True, text=True
