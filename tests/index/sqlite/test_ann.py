@@ -13,6 +13,7 @@ from memdir import FakeEmbedder
 from memdir.index.manager import IndexManager
 from memdir.index.sqlite import ann
 from memdir.index.sqlite.ann import SIDECAR, AnnVectorSearch
+from memdir.index.sqlite.ann_file import delta_path
 from memdir.workspace import Workspace
 from tests.helpers import write
 
@@ -89,11 +90,20 @@ def test_below_the_threshold_search_is_exact_and_writes_no_file(
     assert not (mgr.dir / SIDECAR).exists()
 
 
+def test_a_tiny_index_is_searched_exactly_whatever_the_threshold(
+    workspace: Path, faiss: object
+) -> None:
+    mgr = _index(workspace, files=40)  # fewer vectors than a codebook has centroids
+    query = FakeEmbedder().embed_query("w1 w2")
+    _same(mgr.vector_search(query, 5), _exact(mgr, query, 5))
+    assert _search(mgr).last == "exact"
+
+
 def test_without_faiss_search_is_exact_and_status_says_how_to_install(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ann, "load_faiss", lambda: None)
-    mgr = _index(workspace, files=50)
+    mgr = _index(workspace, files=300)
     query = FakeEmbedder().embed_query("w1 w2")
     _same(mgr.vector_search(query, 5), _exact(mgr, query, 5))
     assert _search(mgr).last == "exact"
@@ -187,3 +197,50 @@ def test_a_lost_or_damaged_file_is_rebuilt_never_trusted(
     if damage != "deleted":
         assert any(SIDECAR in note for note in again.notes)
     assert np.load(sidecar)["seqs"].size == again.store().counter("vectors")
+
+
+def test_the_watchers_warm_writes_a_small_delta_a_new_process_reads_without_comparing(
+    workspace: Path, faiss: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mgr = _index(workspace)
+    mgr.warm()  # builds and writes the base
+    base = (mgr.dir / SIDECAR).read_bytes()
+    write(workspace, "memory/n8.md", "brandnewword w3\n")
+    mgr.sync()
+    mgr.warm()  # as the MCP server's watcher after its sync
+    assert (mgr.dir / SIDECAR).read_bytes() == base  # the big file is not written again
+    assert delta_path(mgr.dir / SIDECAR).is_file()
+    mgr.close()
+
+    again = IndexManager(Workspace(workspace), embedder=FakeEmbedder())
+    store = again.store()
+    monkeypatch.setattr(store, "vector_links", lambda: pytest.fail("compared every link"))
+    monkeypatch.setattr(AnnVectorSearch, "_build", lambda *a: pytest.fail("rebuilt"))
+    hits = again.vector_search(FakeEmbedder().embed_query("brandnewword"), 1)
+    assert _search(again).last == "ann"
+    assert "brandnewword" in store.chunks_by_seq([hits[0][0]])[hits[0][0]].text
+    monkeypatch.undo()
+    seqs, _ = store.vector_links()
+    assert _search(again)._seqs.tolist() == seqs.tolist()
+
+
+def test_a_delta_of_another_base_or_behind_the_index_is_not_trusted(
+    workspace: Path, faiss: object
+) -> None:
+    mgr = _index(workspace)
+    mgr.warm()
+    write(workspace, "memory/n8.md", "brandnewword w3\n")
+    mgr.sync()
+    mgr.warm()
+    delta = delta_path(mgr.dir / SIDECAR).read_bytes()
+    write(workspace, "memory/n9.md", "otherfreshword\n")
+    mgr.sync()  # not warmed: the files are behind this write
+    mgr.close()
+    delta_path(mgr.dir / SIDECAR).write_bytes(delta[: len(delta) // 2])  # and damaged
+    again = IndexManager(Workspace(workspace), embedder=FakeEmbedder())
+    for word in ("brandnewword", "otherfreshword"):
+        hits = again.vector_search(FakeEmbedder().embed_query(word), 1)
+        assert word in again.store().chunks_by_seq([hits[0][0]])[hits[0][0]].text
+    seqs, _ = again.store().vector_links()
+    assert _search(again)._seqs.tolist() == seqs.tolist()
+    assert _search(again)._index.ntotal == len(seqs)

@@ -1,46 +1,41 @@
 """Approximate vector search for big SQLite indexes (docs/design.md#vector-search).
 
-Exact search keeps every vector of the index in one float32 matrix: at 10,000 files (482,000
-chunks) that is 740 MB to decode at the first search of a process (2–3 s) and a 50–80 ms scan
-at every search. Above :data:`ANN_OVER` chunks with a vector, and when faiss is installed (the
-``ann`` extra), :class:`AnnVectorSearch` asks an inverted-file index of product-quantised codes
-(faiss ``IndexIVFPQ``) for a shortlist of :data:`SHORTLIST` chunks and rescores them exactly
-from the vectors stored in SQLite. Below the threshold, without faiss, or while the index is
-being built, the search is the exact one (:class:`~memdir.index.sqlite.vectors.NumpyVectorSearch`).
+Exact search keeps every vector of the index in one float32 matrix: at 10,000 generated files
+(1.8 million chunks) that is 2.8 GB to decode at the first search of a process (13–20 s) and a
+~210–250 ms scan at every search. Above :data:`ANN_OVER` chunks with a vector, and when faiss
+is installed (the ``ann`` extra), :class:`AnnVectorSearch` asks an inverted-file index of
+product-quantised codes (faiss ``IndexIVFPQ``) for a shortlist of :data:`SHORTLIST` chunks and
+rescores them exactly from the vectors stored in SQLite. Below the threshold, without faiss, or
+when the index cannot be had, the search is the exact one
+(:class:`~memdir.index.sqlite.vectors.NumpyVectorSearch`).
 
-Why this index and not a graph (usearch, hnswlib): the file must stay small, because the whole
-hybrid index may be at most 6× the Markdown and SQLite already holds 5.5×. Product-quantised
-codes of ``dims / 4`` bytes (96 for 384 dimensions) and an 8-byte id make ~52 MB at 482,000
-chunks; usearch's HNSW file with int8 vectors was ~530 bytes a vector (256 MB), and on the
-generated corpus (a few hundred real vectors with small noise, so many near-duplicates) its
-recall@24 stayed below 0.7 (docs/benchmarks.md#big-vaults-round-2-issue-30).
+Why this index and not a graph (usearch, hnswlib): the file must stay small beside an index
+that already holds the vectors once. Product-quantised codes of ``dims / 4`` bytes (96 for 384
+dimensions) with their ids make ~120 bytes a vector (220 MB at 1.8 million); usearch's HNSW
+file with int8 vectors was ~530 bytes a vector, and on the generated corpus (a few hundred real
+vectors with small noise, so many near-duplicates) its recall@24 stayed below 0.7
+(docs/benchmarks.md#big-vaults-round-2-issue-30).
 
-The file (``index.ann`` beside ``index.sqlite``) is a cache like the rest of the index, never
-the truth:
+The files (:mod:`memdir.index.sqlite.ann_file`: a base and a delta beside ``index.sqlite``)
+are a cache like the rest of the index, never the truth:
 
-- it records the SQLite file's identity and inode and the ``(seq, vector id)`` pairs it holds;
-  a process that opens it compares them with the chunks' own pairs in SQLite and applies the
-  difference (removes what is gone, adds what is new, decoded from SQLite), so a file that is
-  behind is brought in step, never trusted;
-- it is an uncompressed ``.npz`` (zip), whose CRC-32 checks catch a damaged file; a file that
-  cannot be read, or that belongs to another index (a rebuild swapped the SQLite file), is
-  rebuilt from the stored vectors;
+- they record the SQLite file's identity and inode, the ``(seq, vector id)`` pairs they hold
+  and the state (generation, counts) they were written at; a process takes them as they are
+  only at that very state, and otherwise compares every chunk's link in SQLite with theirs and
+  applies the difference, so files that are behind are brought in step, never trusted;
+- a damaged file (their zip CRC-32 checks), or one of another index (a rebuild swapped the
+  SQLite file), is rebuilt from the stored vectors;
+- within a process, the writes' own record of what they changed
+  (:class:`~memdir.index.sqlite.meta.LinkChanges`) is applied instead of comparing every link;
 - every hit is rescored from SQLite, so a chunk deleted meanwhile is never returned and every
   score is exact.
-
-The file is rewritten after a full build and when the changes it lacks reach
-:data:`REWRITE_AFTER` rows; smaller differences stay in memory (a new process applies them
-from SQLite in milliseconds).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
-import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +43,26 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.extras import install_hint
+from memdir.index.sqlite.ann_file import (
+    READ_ERRORS,
+    SIDECAR,
+    Base,
+    Delta,
+    read_base,
+    read_delta,
+    write_base,
+    write_delta,
+)
+from memdir.index.sqlite.embeddings import SCAN_OVER
 from memdir.index.sqlite.store import SqliteStore
 from memdir.index.sqlite.vectors import NumpyVectorSearch
 
 #: Chunks with a vector from which the approximate index is used (``MEMDIR_ANN_OVER`` overrides
 #: it, for benchmarks; 0 uses it always).
 ANN_OVER = 50_000
+#: Fewer vectors than this are always searched exactly, whatever the threshold: each codebook
+#: has 256 centroids to train (and a shortlist would hold most of the index anyway).
+MIN_VECTORS = 256
 #: Chunks the approximate index proposes for exact rescoring (recall@24 against exact 0.99 at
 #: 482,000 generated chunks; 500 gave 0.977).
 SHORTLIST = 1000
@@ -68,8 +77,10 @@ TRAIN_MIN = 10_000
 TRAIN_ITERATIONS = 8
 #: Rows the file may lack before it is written again.
 REWRITE_AFTER = 2000
-#: The file's name beside ``index.sqlite``.
-SIDECAR = "index.ann"
+#: ... or this share of the index, if more: a one-line edit of a long log re-chunks its file,
+#: and every chunk of it gets a new seq (470 links changed at a time in the generated corpus),
+#: so a fixed 2,000 rewrote the 220 MB base every few edits at 1.8 million vectors.
+REWRITE_SHARE = 0.01
 #: Bumped when the file's layout or the index's parameters change (an old file is rebuilt).
 FORMAT = 1
 
@@ -107,7 +118,11 @@ class AnnVectorSearch:
         self._ids: np.ndarray = np.zeros(0, dtype=np.int64)
         self._header: dict[str, Any] = {}
         self._key: tuple[str, int] | None = None
-        self._unsaved = 0
+        #: The state of the base file (None: not written yet), the changes since it, and
+        #: whether the files hold all of them.
+        self._base_state: dict[str, Any] | None = None
+        self._pending: list[tuple[int, int]] = []
+        self._written = False
         self._warned = False
         #: What the last search used: "exact" or "ann" (for tests and benchmarks).
         self.last = "exact"
@@ -138,7 +153,7 @@ class AnnVectorSearch:
         watcher calls this after each of its syncs, so a new process finds a file of the
         current generation and compares no links (a search never writes a small change)."""
         if self._use_ann(store):
-            if self._in_step(store) and self._unsaved:
+            if self._in_step(store) and not self._written:
                 self._save(store)
         else:
             self.exact.warm(store)
@@ -150,13 +165,14 @@ class AnnVectorSearch:
     # -- keeping the index ----------------------------------------------------------------
 
     def _use_ann(self, store: SqliteStore) -> bool:
-        if store.counter("vectors") < max(ann_over(), 1) or store.bound_model() is None:
+        vectors = store.counter("vectors")
+        if vectors < max(ann_over(), MIN_VECTORS) or store.bound_model() is None:
             return False
         if load_faiss() is None:
             if not self._warned:
                 self._warned = True
                 self.notes.append(
-                    f"{store.counter('vectors')} vectors are searched exactly; an approximate "
+                    f"{vectors} vectors are searched exactly; an approximate "
                     f"index would be faster: {install_hint('ann')}"
                 )
             return False
@@ -174,22 +190,18 @@ class AnnVectorSearch:
             self._key = key
             return True
         header = self._expected_header(store)
-        saved: dict[str, Any] = {}
-        built = False
+        loaded: dict[str, Any] = {}
         if self._index is None or self._header != header:
             self._index = None
-            saved = self._load(header)
-        if self._index is not None and saved == self._state(store, key[1]):
-            pass  # the file was written at this very generation: nothing to compare
-        else:
-            seqs, ids = store.vector_links()
+            loaded = self._load(store, header)
+        if self._index is None or loaded != self._state(store, key[1]):
+            seqs, ids = store.vector_links()  # the files are missing or behind: compare all
             if self._index is None:
-                built = True
                 self._build(store, header, seqs, ids)
             else:
                 self._apply(store, seqs, ids)
         self._key = key
-        if self._unsaved >= REWRITE_AFTER or built:
+        if self._index is not None and (self._base_state is None or self._rewrite_due()):
             self._save(store)
         if self._index is not None:
             self.exact = NumpyVectorSearch()  # its matrix is not needed while the index answers
@@ -246,12 +258,14 @@ class AnnVectorSearch:
         if added.any():
             order = np.argsort(seqs[added])
             new_seqs, new_ids = seqs[added][order], ids[added][order]
-            vectors = np.ascontiguousarray(store.vectors_by_id(new_ids), dtype=np.float32)
+            vectors = np.ascontiguousarray(_vectors(store, new_ids), dtype=np.float32)
             self._index.add_with_ids(vectors, new_seqs)
             at = np.searchsorted(self._seqs, new_seqs)
             self._seqs = np.insert(self._seqs, at, new_seqs)
             self._ids = np.insert(self._ids, at, new_ids)
-        self._unsaved += int(dropped.sum() + added.sum())
+        self._pending.extend((int(s), 0) for s in seqs[dropped & ~added])
+        self._pending.extend((int(s), int(i)) for s, i in zip(seqs[added], ids[added], strict=True))
+        self._written = self._written and not (dropped.any() or added.any())
 
     def _expected_header(self, store: SqliteStore) -> dict[str, Any]:
         model = store.bound_model()
@@ -266,29 +280,35 @@ class AnnVectorSearch:
             "dims": model.dims if model else 0,
         }
 
-    def _load(self, header: dict[str, Any]) -> dict[str, Any]:
-        """Read the file when it is there, whole and of this index (otherwise note why);
-        returns the state it was written at (see :meth:`_state`), empty when not read."""
+    def _load(self, store: SqliteStore, header: dict[str, Any]) -> dict[str, Any]:
+        """Read the base file and its delta when they are there, whole and of this index
+        (otherwise note why); returns the state they were written at (see :meth:`_state`),
+        empty when nothing was read."""
         faiss = load_faiss()
         if faiss is None or not self.file.exists():
             return {}
         try:
-            with np.load(self.file, allow_pickle=False) as data:
-                saved = json.loads(bytes(data["header"]).decode("utf-8"))
-                if saved != header:
-                    self.notes.append(f"{self.file.name} belongs to another index: rebuilt")
-                    return {}
-                state = json.loads(bytes(data["state"]).decode("utf-8"))
-                index = faiss.deserialize_index(data["index"])
-                seqs, ids = data["seqs"].astype(np.int64), data["ids"].astype(np.int64)
-            if index.ntotal != len(seqs) or len(seqs) != len(ids):
+            base = read_base(self.file)
+            if base.header != header:
+                self.notes.append(f"{self.file.name} belongs to another index: rebuilt")
+                return {}
+            index = faiss.deserialize_index(base.index)
+            if index.ntotal != len(base.seqs):
                 raise ValueError("its rows do not match its index")
-        except (OSError, ValueError, KeyError, RuntimeError, zipfile.BadZipFile) as exc:
+        except READ_ERRORS as exc:
             self.notes.append(f"{self.file.name} could not be read ({exc}): rebuilt")
             return {}
-        self._index, self._seqs, self._ids, self._header = index, seqs, ids, header
-        self._unsaved = 0
-        return dict(state)
+        self._index, self._seqs, self._ids, self._header = index, base.seqs, base.ids, header
+        self._base_state, self._pending, self._written = base.state, [], True
+        try:
+            delta = read_delta(self.file)
+        except READ_ERRORS:
+            delta = None  # the links are compared instead
+        if delta is None or delta.header != header or delta.base_state != base.state:
+            return base.state
+        self._apply_changes(store, [(int(s), int(i)) for s, i in delta.changes.tolist()])
+        self._written = True
+        return delta.state
 
     def _build(
         self, store: SqliteStore, header: dict[str, Any], seqs: np.ndarray, ids: np.ndarray
@@ -311,12 +331,11 @@ class AnnVectorSearch:
         index.train(train)
         index.add_with_ids(vectors, seqs)
         self._index, self._seqs, self._ids, self._header = index, seqs, ids, header
-        self._unsaved = max(len(seqs), 1)  # written once in step (see _in_step)
+        self._base_state, self._pending, self._written = None, [], False
 
     def _apply(self, store: SqliteStore, seqs: np.ndarray, ids: np.ndarray) -> None:
-        """Remove the chunks that are gone or changed and add the new ones: both arrays are
-        sorted by seq, a row is kept when the same seq points at the same vector."""
-        assert self._index is not None
+        """Bring the index to these links (both arrays sorted by seq; a row is kept when the
+        same seq points at the same vector): the changes go through :meth:`_apply_changes`."""
         pos = np.minimum(np.searchsorted(self._seqs, seqs), max(len(self._seqs) - 1, 0))
         if len(self._seqs):
             kept = (self._seqs[pos] == seqs) & (self._ids[pos] == ids)
@@ -324,41 +343,42 @@ class AnnVectorSearch:
             kept = np.zeros(len(seqs), dtype=bool)
         stays = np.zeros(len(self._seqs), dtype=bool)
         stays[pos[kept]] = True
-        gone = self._seqs[~stays]
-        fresh = ~kept
-        if len(gone):
-            self._index.remove_ids(np.ascontiguousarray(gone, dtype=np.int64))
-        if fresh.any():
-            vectors = np.ascontiguousarray(store.vectors_by_id(ids[fresh]), dtype=np.float32)
-            self._index.add_with_ids(vectors, seqs[fresh])
-        self._seqs, self._ids = seqs, ids
-        self._unsaved += len(gone) + int(fresh.sum())
+        changes = [(int(s), 0) for s in self._seqs[~stays]]
+        changes += [(int(s), int(i)) for s, i in zip(seqs[~kept], ids[~kept], strict=True)]
+        self._apply_changes(store, changes)
+
+    def _rewrite_due(self) -> bool:
+        """Whether the changes since the base are many enough to write it again."""
+        return len(self._pending) >= max(REWRITE_AFTER, REWRITE_SHARE * len(self._seqs))
 
     def _save(self, store: SqliteStore) -> None:
-        """Write the file atomically (a temporary file renamed over it), with the state it is
-        in step with; a failure to write leaves the search in memory working and the old file
-        to be brought in step."""
+        """Write what the files lack: the whole base after a build or once the changes since
+        it reach :data:`REWRITE_AFTER`, else only the delta. A failure to write leaves the
+        search in memory working and the files to be brought in step by the next process."""
         faiss = load_faiss()
         if faiss is None or self._index is None or self._key is None:
             return
         state = self._state(store, self._key[1])
-        tmp = self.file.with_name(f"{SIDECAR}.tmp-{os.getpid()}")
         try:
-            with open(tmp, "wb") as fh:  # a file object: np.savez adds no ".npz" to it
-                np.savez(
-                    fh,
-                    header=np.frombuffer(json.dumps(self._header).encode("utf-8"), np.uint8),
-                    state=np.frombuffer(json.dumps(state).encode("utf-8"), np.uint8),
-                    index=faiss.serialize_index(self._index),
-                    seqs=self._seqs,
-                    ids=self._ids,
-                )
-            os.replace(tmp, self.file)
-            self._unsaved = 0
+            if self._base_state is None or self._rewrite_due():
+                index = faiss.serialize_index(self._index)
+                write_base(self.file, Base(self._header, state, index, self._seqs, self._ids))
+                self._base_state, self._pending = state, []
+            else:
+                changes = np.asarray(self._pending, dtype=np.int64).reshape(-1, 2)
+                write_delta(self.file, Delta(self._header, self._base_state, state, changes))
+            self._written = True
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             self.notes.append(f"{self.file.name} could not be written ({exc})")
+
+
+def _vectors(store: SqliteStore, ids: np.ndarray) -> Vectors:
+    """The stored vectors of ``ids``, looked up in batches below the size at which
+    :meth:`~memdir.index.sqlite.embeddings.SqliteEmbeddings.vectors_by_id` reads the whole table
+    (a delta of ~18,000 changes costs ~0.15 s this way, a whole read 2 s at 1.8 million)."""
+    step = SCAN_OVER
+    parts = [store.vectors_by_id(ids[i : i + step]) for i in range(0, len(ids), step)]
+    return np.vstack(parts) if len(parts) > 1 else parts[0]
 
 
 def _subspaces(dims: int) -> int:
