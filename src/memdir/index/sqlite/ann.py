@@ -323,8 +323,11 @@ class AnnVectorSearch:
         subspaces = _subspaces(dims)
         quantiser = faiss.IndexFlatIP(dims)
         index = faiss.IndexIVFPQ(quantiser, dims, lists, subspaces, 8, faiss.METRIC_INNER_PRODUCT)
-        index.cp.niter = TRAIN_ITERATIONS
-        index.pq.cp.niter = TRAIN_ITERATIONS
+        for clustering in (index.cp, index.pq.cp):
+            clustering.niter = TRAIN_ITERATIONS
+            # The sample is smaller than faiss asks for on purpose (training time): without
+            # this it prints a warning on stderr, in the middle of a CLI search's output.
+            clustering.min_points_per_centroid = 1
         sample = min(len(vectors), max(TRAIN_MIN, TRAIN_PER_LIST * lists))
         rng = np.random.default_rng(0)  # a fixed sample: the same index from the same vectors
         train = vectors[np.sort(rng.choice(len(vectors), sample, replace=False))]
