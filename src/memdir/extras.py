@@ -17,6 +17,7 @@ EXTRA_PACKAGES: dict[str, tuple[tuple[str, bool], ...]] = {
     "vec": (("sqlite-vec>=0.1.6", False), ("pysqlite3-binary>=0.5", True)),
     "anthropic": (("anthropic>=0.40", False),),
     "postgres": (("psycopg[binary]>=3.1", False), ("pgvector>=0.3", False)),
+    "ann": (("faiss-cpu>=1.8", False),),
 }
 
 

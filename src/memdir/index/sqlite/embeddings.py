@@ -163,6 +163,7 @@ class SqliteEmbeddings(SqliteMeta):
                 ).fetchall()
                 if done:
                     self._add_counts({"vectors": 1, "pending": -int(bool(done[0][0]))})
+                    self._link(seq, ids[key])
             self._bump_generation()
 
     def all_vectors(self) -> tuple[np.ndarray, Vectors]:

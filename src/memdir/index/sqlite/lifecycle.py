@@ -40,6 +40,7 @@ from memdir.embeddings.base import Vectors
 from memdir.errors import DiskFull, IndexStoreError
 from memdir.fileio import DISK_FULL, pid_alive
 from memdir.index.base import IndexBackend, LifecycleOptions
+from memdir.index.sqlite.ann import AnnVectorSearch
 from memdir.index.sqlite.salvage import read_cache, salvage_cache, write_cache
 from memdir.index.sqlite.schema import SCHEMA_VERSION
 from memdir.index.sqlite.store import SqliteStore
@@ -180,7 +181,8 @@ class SqliteLifecycle:
 
     def vectors(self) -> SqliteVectorSearch:
         if self._vectors is None:
-            self._vectors = create_vector_search(self.vector_backend, self.path)
+            create_vector_search(self.vector_backend, self.path)  # checks the name
+            self._vectors = AnnVectorSearch(self.path, self.notes)
         return self._vectors
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:

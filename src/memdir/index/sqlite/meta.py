@@ -4,12 +4,31 @@ every write (so that ``memdir status`` and BM25 never count rows)."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import sqlite3
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 #: How long a write waits for another process's write (seconds).
 BUSY_TIMEOUT_S = 30.0
+
+
+#: Write transactions whose vector changes a store remembers (:attr:`SqliteMeta.link_log`).
+LINK_LOG = 256
+
+
+@dataclass(frozen=True)
+class LinkChanges:
+    """What one committed write transaction of this connection did to the chunks' vectors:
+    the generation before and after it, and ``(seq, vector id)`` in order, 0 for a chunk that
+    was deleted. A reader in the same process that was in step at ``before`` is in step at
+    ``after`` once it applies them, without reading every chunk's link again (the approximate
+    vector index: :mod:`memdir.index.sqlite.ann`)."""
+
+    before: int
+    after: int
+    links: tuple[tuple[int, int], ...]
 
 
 class SqliteMeta:
@@ -17,6 +36,17 @@ class SqliteMeta:
 
     conn: sqlite3.Connection
     _depth: int = 0
+    #: The vector changes of the open write transaction.
+    _links: list[tuple[int, int]]
+    #: The last :data:`LINK_LOG` write transactions of this connection (another connection's
+    #: writes, of this process or another, leave a gap in the generations: a reader then
+    #: compares every link).
+    link_log: collections.deque[LinkChanges]
+
+    def _link(self, seq: int, vector: int) -> None:
+        """Note that chunk ``seq`` now points at ``vector`` (0: the chunk was deleted)."""
+        if self._depth:
+            self._links.append((seq, vector))
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -31,9 +61,13 @@ class SqliteMeta:
             return
         self.conn.execute("BEGIN IMMEDIATE")
         self._depth = 1
+        self._links = []
         try:
+            before = self.generation()
             yield self.conn
+            after = self.generation()
             self.conn.execute("COMMIT")
+            self.link_log.append(LinkChanges(before, after, tuple(self._links)))
         except BaseException:
             # SQLite may have rolled back already (a full disk, SQLITE_FULL): a second ROLLBACK
             # would replace the real error with "cannot rollback - no transaction is active".
@@ -43,6 +77,7 @@ class SqliteMeta:
             raise
         finally:
             self._depth = 0
+            self._links = []
 
     def meta_get(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

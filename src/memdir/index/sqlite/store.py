@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from memdir.index.base import (
 from memdir.index.sqlite.bodies import BodyCache, chunk_text, file_body
 from memdir.index.sqlite.embeddings import SqliteEmbeddings
 from memdir.index.sqlite.fts import SqliteKeywordSearch, deflate_text, inflate_text
-from memdir.index.sqlite.meta import BUSY_TIMEOUT_S
+from memdir.index.sqlite.meta import BUSY_TIMEOUT_S, LINK_LOG
 from memdir.index.sqlite.schema import hash_key, hash_text, migrate
 from memdir.index.sync import chunk_id
 from memdir.sqlitedb import open_wal
@@ -64,6 +64,8 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
         self.path = path
         self.space = space
         self._body_cache = BodyCache()
+        self._links = []
+        self.link_log = deque(maxlen=LINK_LOG)
 
     @classmethod
     def open(cls, path: Path, *, space: EmbeddingSpace | None = None) -> SqliteStore:
@@ -157,6 +159,7 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
             counts.update(chunks=1, tokens=len(words))
             if vector is not None:
                 counts["vectors"] += 1
+                self._link(seq, int(vector))
             elif chunk.embed:
                 counts["pending"] += 1
         self._add_counts(counts)
@@ -217,6 +220,7 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
             counts.update(chunks=-1, tokens=-int(token_count))
             if vector is not None:
                 counts["vectors"] -= 1
+                self._link(int(seq), 0)
             elif embeddable:
                 counts["pending"] -= 1
         self.conn.execute("DELETE FROM chunks WHERE file = ?", (file_id,))
