@@ -44,6 +44,7 @@ from memdir.index.bm25 import (
 )
 from memdir.index.changes import scan_paths
 from memdir.index.freshness import Freshness
+from memdir.index.identity import index_identity as index_identity
 from memdir.index.location import default_index_dir, default_workspace_id
 from memdir.index.sync import (
     DirtyState,
@@ -55,44 +56,13 @@ from memdir.index.sync import (
     sync_files,
     write_vectors,
 )
-from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.markdown.greedy import GREEDY_VERSION
-from memdir.markdown.structure import STRUCTURE_VERSION
-from memdir.text import TOKENIZER_VERSION
 from memdir.workspace import Workspace
 
 #: Meta key set while line vectors of a rebuilt index may be missing (a full sync fills them).
 LINES_PENDING = "line_vectors_pending"
 #: Line vectors kept in memory between searches (384 floats each: ~30 MB at this size).
 LINE_VECTOR_MEMO = 20_000
-
-
-def index_identity(
-    embedder: Embedder | None,
-    chunking: ChunkingConfig,
-    keyword_tokenizer: str = "memdir",
-    *,
-    schema: int,
-) -> dict[str, Any]:
-    """Everything that, when it changes, makes the stored chunks or vectors invalid (an index
-    kept greedy has no ``structure``: its identity, and so its chunks, stay as they were)."""
-    identity = {
-        "keyword_tokenizer": keyword_tokenizer,
-        "schema": schema,
-        "tokenizer": TOKENIZER_VERSION,
-        "provider": embedder.provider if embedder else "none",
-        "model": embedder.model_id if embedder else "",
-        "provider_key": embedder.provider_key if embedder else "",
-        "dims": embedder.dims if embedder else 0,
-        "chunk_tokens": chunking.tokens,
-        "chunk_overlap": chunking.overlap,
-        "chunker": GREEDY_VERSION if chunking.boundaries == "greedy" else CHUNKER_VERSION,
-        "pooling": chunking.pooling,
-        "line_vectors": bool(embedder) and (chunking.line_vectors or chunking.pooling == "lines"),
-    }
-    if chunking.structure and chunking.boundaries != "greedy":
-        identity["structure"] = STRUCTURE_VERSION
-    return identity
 
 
 #: ``[index] url`` scheme → ``"package:Lifecycle"`` of the engine that keeps such an index ("" is
