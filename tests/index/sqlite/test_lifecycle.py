@@ -23,22 +23,35 @@ def _manager(root: Path, embedder: FakeEmbedder | None, tokens: int = 400) -> In
     return IndexManager(Workspace(root), embedder=embedder, settings=IndexSettings(chunking))
 
 
-def test_identity_change_rebuilds_into_a_new_file(workspace: Path) -> None:
+def test_identity_change_rebuilds_and_publishes_as_one_commit(workspace: Path) -> None:
     write(workspace, "memory/a.md", "\n".join(f"line {i} " + "word " * 30 for i in range(30)))
     first = _manager(workspace, FakeEmbedder(dims=32))
     first.sync()
-    inode = os.stat(first.path).st_ino
     chunks_before = first.store().counts()["chunks"]
-    first.close()
+    ids_before = dict(first.store().conn.execute("SELECT hash, id FROM embeddings"))
+    # A reader that keeps its connection open across the rebuild (another process would).
+    reader = _manager(workspace, FakeEmbedder(dims=32))
+    reader_store = reader.store()
+    assert reader_store.counts()["chunks"] == chunks_before
 
     second = _manager(workspace, FakeEmbedder(dims=48), tokens=200)
     assert not second.identity_matches()
     second.sync()
     assert second.identity_matches()
-    assert os.stat(second.path).st_ino != inode  # swapped in, not edited in place
-    assert second.store().counts()["chunks"] > chunks_before
-    assert second.store().counts()["pending_vectors"] == 0
+    counts = second.store().counts()
+    assert counts["chunks"] > chunks_before
+    assert counts["pending_vectors"] == 0
     assert not list(second.dir.glob("index.sqlite.rebuild-*"))
+    # The reader's own connection sees the new index, whole: counters agree with the rows.
+    assert reader.store() is reader_store
+    assert reader_store.counts() == counts
+    rows = reader_store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert rows == counts["chunks"]
+    # The cached vectors kept their ids (a reader's matrix compares (chunk, vector id) links).
+    ids_after = dict(second.store().conn.execute("SELECT hash, id FROM embeddings"))
+    assert all(ids_after[h] == i for h, i in ids_before.items())
+    for manager in (first, reader, second):
+        manager.close()
 
 
 @pytest.mark.parametrize(
@@ -135,7 +148,7 @@ def test_salvage_cache_reads_what_is_left(workspace: Path) -> None:
 
     db = _damaged_index(workspace)
     rows = salvage_cache(db)
-    assert len(rows) and rows.models and all(len(r) == 3 for r in rows.vectors)
+    assert len(rows) and rows.models and all(len(r) == 4 and r[0] for r in rows.vectors)
     assert len(salvage_cache(workspace / "missing.sqlite")) == 0
 
 

@@ -7,8 +7,10 @@
 - One writer: a cross-process file lock (``index.lock``) around every write phase; readers never
   take it (WAL).
 - Identity (provider, model, dims, chunking, tokenizer, schema) change → a full rebuild into a
-  temporary database seeded with the old embedding cache, swapped in with one rename; a failure
-  keeps the old index. Other processes notice the swap (inode change) and reopen.
+  temporary database seeded with the old embedding cache (vector ids kept), copied over the live
+  one by SQLite's backup API in one transaction; a failure keeps the old index. Other processes
+  see an ordinary commit (a new generation); a damaged file moved aside is a new inode, which
+  they notice and reopen.
 - A damaged database is moved aside (``index.sqlite.corrupt-<time>``) and rebuilt: a file
   that is not a SQLite database, or damage inside the file when a query fails with
   "malformed"/"corrupt" and ``PRAGMA quick_check`` confirms it. The embedding cache is salvaged
@@ -205,7 +207,8 @@ class SqliteLifecycle:
             ) from exc
 
     def rebuild(self, fill: Callable[[IndexBackend], None]) -> None:
-        """Build a fresh index in a temporary file, seeded from the old cache; swap it in."""
+        """Build a fresh index in a temporary file, seeded from the old cache, and publish it
+        (call under the write lock; see :meth:`_publish`)."""
         old = self.store()
         tmp = self.path.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
         _remove_db(tmp)
@@ -216,18 +219,31 @@ class SqliteLifecycle:
                 fill(fresh)
                 with fresh.write():
                     fresh.meta_set("generation", str(old.generation() + 1))
-            finally:
                 fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._publish(fresh, old)
+            finally:
                 fresh.close()
-        except BaseException:
+        finally:
             _remove_db(tmp)
-            raise
         self._close_store()
-        os.replace(tmp, self.path)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(str(self.path) + suffix)
         self.store()
+
+    def _publish(self, fresh: SqliteStore, live: SqliteStore) -> None:
+        """Copy ``fresh`` over the live database with SQLite's backup API: one write
+        transaction that every other connection sees as an ordinary commit (readers keep their
+        snapshot until they end it). Renaming the file over the live one, as rebuilds once
+        did, is what SQLite's "How To Corrupt An SQLite Database File" (§2.4, unlinking or
+        renaming a database file while in use) warns of: the ``-wal`` and ``-shm`` files go
+        by name, so a process still holding the old file could delete or reuse the new one's
+        log, and two processes then wrote the same file through two logs (a race test of
+        searchers syncing while one rebuilt counted every file twice, 1 run in ~40)."""
+        try:
+            fresh.conn.backup(live.conn)
+        except sqlite3.DatabaseError as exc:
+            self._raise_if_full(exc)
+            raise
+        with contextlib.suppress(sqlite3.Error):  # give the log's space back where it can
+            live.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def read(self, fn: Callable[[IndexBackend], Any], resync: Callable[[], object]) -> Any:
         """Run a read; if the database turns out to be corrupt, recover, resync, retry once."""

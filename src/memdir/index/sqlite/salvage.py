@@ -20,10 +20,11 @@ _MODEL_COLUMNS = "id, provider, model, provider_key, dims, centre"
 
 @dataclass
 class CacheRows:
-    """Cached embeddings as read from an index: model rows and ``(model id, hash, blob)``."""
+    """Cached embeddings as read from an index: model rows and ``(id, model id, hash, blob)``
+    (``id`` None where the source had none: schema 1)."""
 
     models: list[tuple[int, str, str, str, int, bytes | None]] = field(default_factory=list)
-    vectors: list[tuple[int, bytes, bytes]] = field(default_factory=list)
+    vectors: list[tuple[int | None, int, bytes, bytes]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -37,20 +38,23 @@ def read_cache(conn: sqlite3.Connection) -> CacheRows:
     """
     return CacheRows(
         conn.execute(f"SELECT {_MODEL_COLUMNS} FROM embedding_models").fetchall(),
-        conn.execute("SELECT model, hash, vector FROM embeddings").fetchall(),
+        conn.execute("SELECT id, model, hash, vector FROM embeddings").fetchall(),
     )
 
 
 def write_cache(conn: sqlite3.Connection, rows: CacheRows) -> None:
     """Put ``rows`` into the (empty) cache of a fresh index, ids kept (inside a write
-    transaction), and count them."""
+    transaction), and count them. Vector ids are kept too: a process that had the old index
+    open compares ``(chunk, vector id)`` links to keep the rows of its vector matrix, so an id
+    must name the same vector on both sides of a rebuild."""
     conn.executemany(
         f"INSERT OR IGNORE INTO embedding_models({_MODEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
         rows.models,
     )
     before = conn.total_changes
     conn.executemany(
-        "INSERT OR IGNORE INTO embeddings(model, hash, vector) VALUES (?, ?, ?)", rows.vectors
+        "INSERT OR IGNORE INTO embeddings(id, model, hash, vector) VALUES (?, ?, ?, ?)",
+        rows.vectors,
     )
     added = conn.total_changes - before
     conn.execute(
@@ -77,7 +81,8 @@ def salvage_cache(path: Path, batch: int = 256) -> CacheRows:
             with contextlib.suppress(sqlite3.Error):
                 rows.vectors.extend(
                     conn.execute(
-                        "SELECT model, hash, vector FROM embeddings WHERE rowid >= ? AND rowid < ?",
+                        "SELECT id, model, hash, vector FROM embeddings "
+                        "WHERE rowid >= ? AND rowid < ?",
                         (low, low + batch),
                     ).fetchall()
                 )
@@ -104,7 +109,7 @@ def _salvage_v1(conn: sqlite3.Connection, batch: int) -> CacheRows:
                     models[ident] = len(models) + 1
                     rows.models.append((models[ident], *ident, None))
                 vector = np.frombuffer(blob, dtype=np.float32)
-                rows.vectors.append((models[ident], hash_key(key), encode(vector, None)[0]))
+                rows.vectors.append((None, models[ident], hash_key(key), encode(vector, None)[0]))
     return rows
 
 
