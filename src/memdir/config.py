@@ -265,6 +265,9 @@ class IndexConfig:
     the workspace path, so hosts that keep the files at different paths set the same id.
     Neither may be set by a workspace's own config (a cloned repository must not send your
     notes to another database, or into another team's workspace).
+    ``approximate_over``: from this many chunks with a vector, a SQLite index searches
+    vectors through an approximate index rescored exactly (with the ``ann`` extra;
+    docs/design.md#vector-search); ``MEMDIR_ANN_OVER`` overrides it.
     """
 
     vector_backend: str = "numpy"
@@ -274,9 +277,12 @@ class IndexConfig:
     keyword_tokenizer: str = "memdir"
     url: str = ""
     workspace_id: str = ""
+    approximate_over: int = 50_000
 
     def __post_init__(self) -> None:
         check_index_values(self.vector_backend, self.keyword_tokenizer, self.url)
+        if self.approximate_over < 0:
+            raise ConfigError("index.approximate_over must be 0 or more")
         if self.url and not self.url.startswith("env:") and urlsplit(self.url).password:
             raise ConfigError(
                 "index.url must not contain a password: use PGPASSWORD or ~/.pgpass, "

@@ -326,6 +326,9 @@ class LifecycleOptions:
     state_note: str | None = None
     #: Notes for ``memdir status`` (recoveries, fallbacks); the lifecycle appends to it.
     notes: list[str] = field(default_factory=list)
+    #: ``[index] approximate_over``: chunks with a vector from which SQLite's vector search
+    #: goes through an approximate index (``MEMDIR_ANN_OVER`` overrides it).
+    approximate_over: int = 50_000
 
 
 class IndexLifecycle(Protocol):

@@ -86,6 +86,7 @@ class IndexSettings:
         workspace_id: the workspace's id in a shared database; empty:
             :func:`~memdir.index.location.default_workspace_id`.
         batch_tokens: the embedding batch size in tokens (``[embedding] batch_tokens``).
+        approximate_over: ``[index] approximate_over`` (SQLite's approximate vector index).
     """
 
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
@@ -94,6 +95,7 @@ class IndexSettings:
     batch_tokens: int = 8000
     url: str = ""
     workspace_id: str = ""
+    approximate_over: int = 50_000
 
     def __post_init__(self) -> None:
         check_index_values(self.vector_backend, self.keyword_tokenizer, self.url)
@@ -112,6 +114,7 @@ class IndexSettings:
             batch_tokens=config.embedding.batch_tokens,
             url=index_url(config.index),
             workspace_id=config.index.workspace_id,
+            approximate_over=config.index.approximate_over,
         )
 
 
@@ -164,6 +167,7 @@ class IndexManager:
                 dims=embedder.dims if embedder else 0,
                 state_note=note,
                 notes=self.notes,
+                approximate_over=settings.approximate_over,
                 embedding=(
                     EmbeddingSpace(
                         embedder.provider, embedder.model_id, embedder.provider_key, embedder.dims

@@ -57,8 +57,8 @@ from memdir.index.sqlite.embeddings import SCAN_OVER
 from memdir.index.sqlite.store import SqliteStore
 from memdir.index.sqlite.vectors import NumpyVectorSearch
 
-#: Chunks with a vector from which the approximate index is used (``MEMDIR_ANN_OVER`` overrides
-#: it, for benchmarks; 0 uses it always).
+#: Chunks with a vector from which the approximate index is used by default (``[index]
+#: approximate_over``; ``MEMDIR_ANN_OVER`` overrides both, for benchmarks; 0 uses it always).
 ANN_OVER = 50_000
 #: Fewer vectors than this are always searched exactly, whatever the threshold: each codebook
 #: has 256 centroids to train (and a shortlist would hold most of the index anyway).
@@ -85,10 +85,10 @@ REWRITE_SHARE = 0.01
 FORMAT = 1
 
 
-def ann_over() -> int:
-    """The threshold in force (see :data:`ANN_OVER`)."""
+def ann_over(configured: int = ANN_OVER) -> int:
+    """The threshold in force: ``MEMDIR_ANN_OVER`` when set, else ``configured``."""
     value = os.environ.get("MEMDIR_ANN_OVER", "")
-    return int(value) if value.strip().isdigit() else ANN_OVER
+    return int(value) if value.strip().isdigit() else configured
 
 
 @functools.cache
@@ -109,8 +109,9 @@ class AnnVectorSearch:
 
     name = "numpy"
 
-    def __init__(self, path: Path, notes: list[str] | None = None) -> None:
+    def __init__(self, path: Path, notes: list[str] | None = None, *, over: int = ANN_OVER) -> None:
         self.file = path.with_name(SIDECAR)
+        self.over = over
         self.notes = notes if notes is not None else []
         self.exact = NumpyVectorSearch()
         self._index: Any | None = None
@@ -166,7 +167,7 @@ class AnnVectorSearch:
 
     def _use_ann(self, store: SqliteStore) -> bool:
         vectors = store.counter("vectors")
-        if vectors < max(ann_over(), MIN_VECTORS) or store.bound_model() is None:
+        if vectors < max(ann_over(self.over), MIN_VECTORS) or store.bound_model() is None:
             return False
         if load_faiss() is None:
             if not self._warned:

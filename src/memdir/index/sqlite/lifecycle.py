@@ -80,6 +80,7 @@ class SqliteLifecycle:
                 "with numpy over the stored vectors (docs/design.md#vector-search)"
             )
         self._space = options.embedding
+        self._approximate_over = options.approximate_over
         self._lock = FileLock(str(folder / "index.lock"))
         self._store: SqliteStore | None = None
         self._inode: int | None = None
@@ -184,7 +185,7 @@ class SqliteLifecycle:
     def vectors(self) -> SqliteVectorSearch:
         if self._vectors is None:
             create_vector_search(self.vector_backend, self.path)  # checks the name
-            self._vectors = AnnVectorSearch(self.path, self.notes)
+            self._vectors = AnnVectorSearch(self.path, self.notes, over=self._approximate_over)
         return self._vectors
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
