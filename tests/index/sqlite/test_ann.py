@@ -353,3 +353,22 @@ def test_a_delta_of_another_base_or_behind_the_index_is_not_trusted(
     seqs, _ = again.store().vector_links()
     assert _search(again)._seqs.tolist() == seqs.tolist()
     assert _search(again)._index.ntotal == len(seqs)
+
+
+def test_a_faiss_that_cannot_map_reads_a_copy(
+    workspace: Path, faiss: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``ann`` extra allows faiss versions without ``ZeroCopyIOReader``."""
+    mgr = _index(workspace)
+    mgr.warm()
+    query = FakeEmbedder().embed_query("w5 w6 w7")
+    first = mgr.vector_search(query, 8)
+    mgr.close()
+    monkeypatch.delattr(faiss, "ZeroCopyIOReader")
+    again = IndexManager(Workspace(workspace), embedder=FakeEmbedder())
+    _same(again.vector_search(query, 8), first)
+    assert _search(again)._index.mapped is None  # type: ignore[union-attr]
+    write(workspace, "memory/n3.md", "brandnewword w1\n")
+    again.sync()
+    hits = again.vector_search(FakeEmbedder().embed_query("brandnewword"), 1)
+    assert "brandnewword" in again.store().chunks_by_seq([hits[0][0]])[hits[0][0]].text

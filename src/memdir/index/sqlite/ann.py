@@ -53,7 +53,7 @@ from memdir.index.sqlite.ann_file import (
     write_base,
     write_delta,
 )
-from memdir.index.sqlite.ann_layers import LayeredIndex, map_index
+from memdir.index.sqlite.ann_layers import LayeredIndex, read_layered
 from memdir.index.sqlite.embeddings import SCAN_OVER
 from memdir.index.sqlite.store import SqliteStore
 from memdir.index.sqlite.vectors import NumpyVectorSearch
@@ -313,13 +313,13 @@ class AnnVectorSearch:
             if base.header != header:
                 self.notes.append(f"{self.file.name} belongs to another index: rebuilt")
                 return {}
-            index = map_index(faiss, base.index)
-            if index.ntotal != len(base.seqs) or index.d != header["dims"]:
+            index = read_layered(faiss, base.index)
+            if index.base.ntotal != len(base.seqs) or index.d != header["dims"]:
                 raise ValueError("its rows do not match its index")
         except READ_ERRORS as exc:
             self.notes.append(f"{self.file.name} could not be read ({exc}): rebuilt")
             return {}
-        self._index, self._header = LayeredIndex(faiss, index, base.index), header
+        self._index, self._header = index, header
         self._seqs, self._ids, self._unverified = base.seqs, base.ids, base
         self._base_state, self._pending, self._written = base.state, [], True
         try:

@@ -25,6 +25,14 @@ def map_index(faiss: Any, data: np.ndarray) -> Any:
     return faiss.read_index(reader, faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
 
 
+def read_layered(faiss: Any, data: np.ndarray) -> LayeredIndex:
+    """The index serialised in ``data``: mapped, or copied by a faiss that cannot read one
+    without copying it (no ``ZeroCopyIOReader``: the ``ann`` extra allows faiss 1.8)."""
+    if hasattr(faiss, "ZeroCopyIOReader") and hasattr(faiss, "IO_FLAG_MMAP_IFC"):
+        return LayeredIndex(faiss, map_index(faiss, data), data)
+    return LayeredIndex(faiss, faiss.deserialize_index(np.array(data)))
+
+
 class LayeredIndex:
     """An IVF index, held (``mapped`` None) or mapped from ``mapped``, and what changed since."""
 
