@@ -232,7 +232,7 @@ def test_a_lost_or_damaged_file_is_rebuilt_never_trusted(
 def test_damage_in_the_lists_costs_no_exact_score_and_warm_rebuilds_the_file(
     workspace: Path, faiss: object
 ) -> None:
-    """Only the head of the faiss index is checked at a read (the whole file would cost ~60 ms
+    """Only the head of the faiss index is checked at a read (the whole file would cost 60–160 ms
     at 1.8 million vectors): a damaged code or id can cost recall, never a wrong result, and
     the server's warm checks the whole file and rebuilds it."""
     mgr = _index(workspace)

@@ -20,10 +20,11 @@ little-endian::
 The meta holds the header, the state, the sizes and two CRC-32s: ``head_crc`` of the faiss
 index up to its inverted lists (the quantiser, the codebooks and the lists' sizes: what tells
 faiss where to read, ~2 MB, checked at every read, so a damaged file never has faiss read out
-of bounds), and ``crc`` of everything after the meta, checked by :meth:`Base.verify` (~60 ms
+of bounds), and ``crc`` of everything after the meta, checked by :meth:`Base.verify` (60–160 ms
 at 220 MB, not at the first search: the server's watcher calls it). What the first check lets
-through is damage in the codes or ids of the lists, which can only cost recall: every hit is
-rescored from SQLite. A file of the wrong size, magic or meta is refused.
+through is damage in the codes or ids of the lists or in the seqs and ids arrays, which can
+only cost recall: every hit is rescored from SQLite, and only chunks that exist are returned.
+A file of the wrong size, magic or meta is refused.
 
 The delta is an uncompressed ``.npz`` file (its zip CRC-32 checks catch damage). Each file is
 written to a temporary file and renamed over the old one, so a reader sees the old file or the
