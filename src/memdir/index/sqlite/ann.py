@@ -23,8 +23,11 @@ are a cache like the rest of the index, never the truth:
   and the state (generation, counts) they were written at; a process takes them as they are
   only at that very state, and otherwise compares every chunk's link in SQLite with theirs and
   applies the difference, so files that are behind are brought in step, never trusted;
-- a damaged file (their zip CRC-32 checks), or one of another index (a rebuild swapped the
-  SQLite file), is rebuilt from the stored vectors;
+- a damaged file, or one of another index (a rebuild swapped the SQLite file), is rebuilt from
+  the stored vectors. The base is read memory-mapped (:mod:`memdir.index.sqlite.ann_layers`):
+  a read checks its size, meta and the head of its faiss index; the whole file's CRC-32 is
+  checked by :meth:`AnnVectorSearch.warm` (the server's watcher) and before a new base is
+  written, since damage in its codes can cost recall but never an exact score;
 - within a process, the writes' own record of what they changed
   (:class:`~memdir.index.sqlite.meta.LinkChanges`) is applied instead of comparing every link;
 - every hit is rescored from SQLite, so a chunk deleted meanwhile is never returned and every
