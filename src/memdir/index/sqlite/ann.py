@@ -23,8 +23,11 @@ are a cache like the rest of the index, never the truth:
   and the state (generation, counts) they were written at; a process takes them as they are
   only at that very state, and otherwise compares every chunk's link in SQLite with theirs and
   applies the difference, so files that are behind are brought in step, never trusted;
-- a damaged file (their zip CRC-32 checks), or one of another index (a rebuild swapped the
-  SQLite file), is rebuilt from the stored vectors;
+- a damaged file, or one of another index (a rebuild swapped the SQLite file), is rebuilt from
+  the stored vectors. The base is read memory-mapped (:mod:`memdir.index.sqlite.ann_layers`):
+  a read checks its size, meta and the head of its faiss index; the whole file's CRC-32 is
+  checked by :meth:`AnnVectorSearch.warm` (the server's watcher) and before a new base is
+  written, since damage in its codes can cost recall but never an exact score;
 - within a process, the writes' own record of what they changed
   (:class:`~memdir.index.sqlite.meta.LinkChanges`) is applied instead of comparing every link;
 - every hit is rescored from SQLite, so a chunk deleted meanwhile is never returned and every
@@ -53,6 +56,7 @@ from memdir.index.sqlite.ann_file import (
     write_base,
     write_delta,
 )
+from memdir.index.sqlite.ann_layers import LayeredIndex, read_layered
 from memdir.index.sqlite.embeddings import SCAN_OVER
 from memdir.index.sqlite.store import SqliteStore
 from memdir.index.sqlite.vectors import NumpyVectorSearch
@@ -82,7 +86,7 @@ REWRITE_AFTER = 2000
 #: so a fixed 2,000 rewrote the 220 MB base every few edits at 1.8 million vectors.
 REWRITE_SHARE = 0.01
 #: Bumped when the file's layout or the index's parameters change (an old file is rebuilt).
-FORMAT = 1
+FORMAT = 2
 
 
 def ann_over(configured: int = ANN_OVER) -> int:
@@ -114,7 +118,9 @@ class AnnVectorSearch:
         self.over = over
         self.notes = notes if notes is not None else []
         self.exact = NumpyVectorSearch()
-        self._index: Any | None = None
+        self._index: LayeredIndex | None = None
+        #: The base file read and mapped, until its whole checksum is verified (:meth:`warm`).
+        self._unverified: Base | None = None
         self._seqs: np.ndarray = np.zeros(0, dtype=np.int64)
         self._ids: np.ndarray = np.zeros(0, dtype=np.int64)
         self._header: dict[str, Any] = {}
@@ -138,9 +144,7 @@ class AnnVectorSearch:
         query = np.asarray(query, dtype=np.float32).reshape(1, -1)
         if self._index is None or query.shape[1] != self._index.d:
             return []
-        self._index.nprobe = NPROBE
-        _, found = self._index.search(query, max(SHORTLIST, k))
-        shortlist = [int(s) for s in found[0] if s >= 0]
+        shortlist = self._index.search(query, max(SHORTLIST, k), NPROBE)
         stored = store.vectors_by_seq(shortlist)  # exact, and only chunks that still exist
         if not stored:
             return []
@@ -154,7 +158,7 @@ class AnnVectorSearch:
         watcher calls this after each of its syncs, so a new process finds a file of the
         current generation and compares no links (a search never writes a small change)."""
         if self._use_ann(store):
-            if self._in_step(store) and not self._written:
+            if self._in_step(store) and self._verified(store) and not self._written:
                 self._save(store)
         else:
             self.exact.warm(store)
@@ -162,6 +166,25 @@ class AnnVectorSearch:
     def close(self) -> None:
         self.exact.close()
         self._key = None
+
+    def _verified(self, store: SqliteStore) -> bool:
+        """Check the whole checksum of the base file the index was mapped from, once (a search
+        checks only its head: damage in the codes can cost recall, never a wrong score). A
+        damaged file is removed and the index rebuilt: False when it cannot be had."""
+        base, self._unverified = self._unverified, None
+        if base is None:
+            return True
+        try:
+            base.verify()
+            return True
+        except READ_ERRORS as exc:
+            self.notes.append(f"{self.file.name} could not be read ({exc}): rebuilt")
+        self._index, self._key, self._header = None, None, {}
+        try:
+            self.file.unlink()
+        except OSError:
+            return False  # not removed: it would be mapped again; exact search meanwhile
+        return self._in_step(store)
 
     # -- keeping the index ----------------------------------------------------------------
 
@@ -193,7 +216,7 @@ class AnnVectorSearch:
         header = self._expected_header(store)
         loaded: dict[str, Any] = {}
         if self._index is None or self._header != header:
-            self._index = None
+            self._index, self._unverified = None, None
             loaded = self._load(store, header)
         if self._index is None or loaded != self._state(store, key[1]):
             seqs, ids = store.vector_links()  # the files are missing or behind: compare all
@@ -202,7 +225,8 @@ class AnnVectorSearch:
             else:
                 self._apply(store, seqs, ids)
         self._key = key
-        if self._index is not None and (self._base_state is None or self._rewrite_due()):
+        due = self._index is not None and (self._base_state is None or self._rewrite_due())
+        if due and self._verified(store):  # a new base is never written from a damaged one
             self._save(store)
         if self._index is not None:
             self.exact = NumpyVectorSearch()  # its matrix is not needed while the index answers
@@ -251,7 +275,7 @@ class AnnVectorSearch:
         same = present & (self._ids[pos] == ids)
         dropped = present & ~same
         if dropped.any():
-            self._index.remove_ids(np.ascontiguousarray(seqs[dropped]))
+            self._index.remove(seqs[dropped])
             keep = np.ones(len(self._seqs), dtype=bool)
             keep[pos[dropped]] = False
             self._seqs, self._ids = self._seqs[keep], self._ids[keep]
@@ -260,7 +284,7 @@ class AnnVectorSearch:
             order = np.argsort(seqs[added])
             new_seqs, new_ids = seqs[added][order], ids[added][order]
             vectors = np.ascontiguousarray(_vectors(store, new_ids), dtype=np.float32)
-            self._index.add_with_ids(vectors, new_seqs)
+            self._index.add(vectors, new_seqs)
             at = np.searchsorted(self._seqs, new_seqs)
             self._seqs = np.insert(self._seqs, at, new_seqs)
             self._ids = np.insert(self._ids, at, new_ids)
@@ -293,13 +317,14 @@ class AnnVectorSearch:
             if base.header != header:
                 self.notes.append(f"{self.file.name} belongs to another index: rebuilt")
                 return {}
-            index = faiss.deserialize_index(base.index)
-            if index.ntotal != len(base.seqs):
+            index = read_layered(faiss, base.index)
+            if index.base.ntotal != len(base.seqs) or index.d != header["dims"]:
                 raise ValueError("its rows do not match its index")
         except READ_ERRORS as exc:
             self.notes.append(f"{self.file.name} could not be read ({exc}): rebuilt")
             return {}
-        self._index, self._seqs, self._ids, self._header = index, base.seqs, base.ids, header
+        self._index, self._header = index, header
+        self._seqs, self._ids, self._unverified = base.seqs, base.ids, base
         self._base_state, self._pending, self._written = base.state, [], True
         try:
             delta = read_delta(self.file)
@@ -334,7 +359,12 @@ class AnnVectorSearch:
         train = vectors[np.sort(rng.choice(len(vectors), sample, replace=False))]
         index.train(train)
         index.add_with_ids(vectors, seqs)
-        self._index, self._seqs, self._ids, self._header = index, seqs, ids, header
+        self._index, self._seqs, self._ids, self._header = (
+            LayeredIndex(faiss, index),
+            seqs,
+            ids,
+            header,
+        )
         self._base_state, self._pending, self._written = None, [], False
 
     def _apply(self, store: SqliteStore, seqs: np.ndarray, ids: np.ndarray) -> None:
@@ -365,8 +395,11 @@ class AnnVectorSearch:
         state = self._state(store, self._key[1])
         try:
             if self._base_state is None or self._rewrite_due():
-                index = faiss.serialize_index(self._index)
-                write_base(self.file, Base(self._header, state, index, self._seqs, self._ids))
+                owned = self._index.owned()  # a mapped index is copied into memory, once
+                index = faiss.serialize_index(owned)
+                base = Base(self._header, state, index, self._seqs, self._ids)
+                write_base(self.file, base, int(owned.code_size))
+                self._unverified = None  # what the index holds is in memory now
                 self._base_state, self._pending = state, []
             else:
                 changes = np.asarray(self._pending, dtype=np.int64).reshape(-1, 2)
