@@ -14,8 +14,8 @@ from memdir.index.base import ChunkRow
 from memdir.markdown.chunking import SENTENCE_ENDS
 from memdir.markdown.structure import PACK_TOKENS, block_spans, heading_title, split_context
 from memdir.search.terms import chunk_tokens, needs_segmentation
-from memdir.text import estimate_tokens
 from memdir.search.types import Candidate, LinesOf, SearchResult
+from memdir.text import estimate_tokens
 
 
 def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
