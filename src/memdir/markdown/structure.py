@@ -45,7 +45,7 @@ from memdir.text import estimate_tokens
 STRUCTURE_VERSION = "3"
 #: Consecutive blocks under the same headings share a chunk while their lines fit in this many
 #: estimated tokens (docs/benchmarks.md, "Packing structured notes").
-PACK_TOKENS = 96
+PACK_TOKENS = 88
 #: Headings kept as a chunk's context: the nearest ones, outermost first.
 CONTEXT_HEADINGS = 2
 
