@@ -367,3 +367,12 @@ def test_a_linked_config_is_read_and_a_huge_or_special_one_is_not(tmp_path: Path
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
     assert _read_toml(fifo) == {}  # never opened: a FIFO would block the read
+
+
+def test_chunking_pack_tokens_is_checked() -> None:
+    from memdir.config import ChunkingConfig
+
+    assert ChunkingConfig().pack_tokens == -1  # automatic: decided by the embedder
+    assert ChunkingConfig(pack_tokens=0).pack_tokens == 0
+    with pytest.raises(ConfigError, match="pack_tokens"):
+        ChunkingConfig(pack_tokens=-2)

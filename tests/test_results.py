@@ -14,6 +14,8 @@ import memdir.memory as memory_module
 from memdir import FakeEmbedder, Memory
 from memdir.config import load_config
 from memdir.index.base import ChunkRow
+from memdir.markdown.structure import PACK_TOKENS
+from memdir.search import relevance
 from memdir.search.placement import place_results
 from memdir.search.types import Candidate
 from tests.helpers import write
@@ -222,3 +224,87 @@ def test_snippet_window_does_not_depend_on_the_hash_seed() -> None:
         )
         seen.add(done.stdout)
     assert len(seen) == 1, seen
+
+
+# -- packed structured chunks: a hit shows the blocks that hold the query's words ------------
+
+PACKED = "## Kafka\n- owner: Tomás\n- on call: Priya\n\n- retention: 14 days"
+
+
+def packed(seq: int = 1) -> Candidate:
+    row = ChunkRow(seq, f"p{seq}", "MEMORY.md", "memory", 8, 11, PACKED)
+    return Candidate(row, score=0.9)
+
+
+def test_a_packed_chunk_narrows_to_the_block_holding_the_query_terms() -> None:
+    [hit] = place_results([packed()], 6, {"priya": 2.0, "kafka": 0.5}, 750, tight=bool)
+    assert (hit.start_line, hit.end_line, hit.snippet) == (9, 9, "- on call: Priya")
+    assert hit.citation == "MEMORY.md#L9-L9"
+    assert hit.context == "Kafka"  # the heading is matched by every block: no help
+
+
+def test_blocks_matching_about_as_well_are_shown_with_what_lies_between() -> None:
+    weights = {"tomás": 2.0, "retent": 1.5, "call": 0.2}  # stemmed, as indexed
+    [hit] = place_results([packed()], 6, weights, 750, tight=bool)
+    assert (hit.start_line, hit.end_line) == (8, 11)  # the lines it shows, honestly
+    assert hit.snippet == "- owner: Tomás\n- on call: Priya\n\n- retention: 14 days"
+
+
+def test_a_packed_chunk_no_block_of_which_holds_a_query_word_is_shown_whole() -> None:
+    for weights in ({}, {"kafka": 1.0}, {"latency": 3.0}):
+        [hit] = place_results([packed()], 6, weights, 750, tight=bool)
+        assert (hit.start_line, hit.end_line) == (8, 11), weights
+    # and a chunk of a note that is not structured is never narrowed
+    [hit] = place_results([packed()], 6, {"priya": 2.0}, 750)
+    assert (hit.start_line, hit.end_line) == (8, 11)
+
+
+def test_a_hit_in_a_packed_memory_chunk_is_only_its_bullet_with_its_heading(
+    workspace: Path,
+) -> None:
+    facts = ["- owner of kafka: Tomás", "- on call this week: Priya", "- retention: 14 days"]
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    text = text.replace("## Project facts\n", "## Project facts\n" + "\n".join(facts) + "\n")
+    (workspace / "MEMORY.md").write_text(text, encoding="utf-8")
+    line = text.splitlines().index(facts[1]) + 1
+    packed = load_config(workspace, overrides={"chunking": {"pack_tokens": 88}})
+    with Memory(workspace, config=packed, embedder=FakeEmbedder()) as mem:
+        mem.sync()
+        [row] = [r for r in _chunks(mem) if "Priya" in r.text]
+        assert (row.start_line, row.end_line) == (line - 1, line + 1)  # the three share a chunk
+        hit = mem.search("who is on call this week").results[0]
+    assert (hit.path, hit.start_line, hit.end_line) == ("MEMORY.md", line, line)
+    assert hit.snippet == facts[1]
+    assert hit.context == "Project facts"
+
+
+def test_packing_is_automatic_for_calibrated_models_only(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[chunking] pack_tokens = -1``: a model whose scores are calibrated gets packed chunks;
+    another (the fake one here, a remote provider) one block a chunk, since a packed chunk's
+    raw cosine, diluted by its neighbours, would fall under ``search.raw_min_score``."""
+    facts = ["- owner of kafka: Tomás", "- on call this week: Priya", "- retention: 14 days"]
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    text = text.replace("## Project facts\n", "## Project facts\n" + "\n".join(facts) + "\n")
+    (workspace / "MEMORY.md").write_text(text, encoding="utf-8")
+    line = text.splitlines().index(facts[1]) + 1
+    fake = FakeEmbedder()
+    with Memory(workspace, embedder=fake) as mem:
+        mem.sync()
+        assert mem.index.identity["pack_tokens"] == 0
+        [row] = [r for r in _chunks(mem) if "Priya" in r.text]
+        assert (row.start_line, row.end_line) == (line, line)
+    shipped = next(iter(relevance.CALIBRATIONS.values()))
+    monkeypatch.setitem(relevance.CALIBRATIONS, (fake.provider, fake.model_id), shipped)
+    with Memory(workspace, embedder=fake) as mem:
+        mem.sync()  # another identity: rebuilt
+        assert mem.index.identity["pack_tokens"] == PACK_TOKENS
+        [row] = [r for r in _chunks(mem) if "Priya" in r.text]
+        assert (row.start_line, row.end_line) == (line - 1, line + 1)
+
+
+def _chunks(mem: Memory) -> list[ChunkRow]:
+    store = mem.index.store()
+    seqs = [r[0] for r in store.conn.execute("SELECT seq FROM chunks")]  # type: ignore[attr-defined]
+    return list(store.chunks_by_seq(seqs).values())  # type: ignore[attr-defined]

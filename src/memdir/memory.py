@@ -32,6 +32,7 @@ from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
 from memdir.index.unindexed import Unindexed, find_unindexed
+from memdir.markdown.structure import PACK_TOKENS
 from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, read_lines
 from memdir.memory_governance import GovernanceMixin
 from memdir.memory_lifecycle import LifecycleMixin
@@ -119,12 +120,16 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         )
 
     def _open_index(self) -> IndexManager:
-        """An index manager (one connection) for this workspace and embedder."""
-        return IndexManager(
-            self.workspace,
-            embedder=self.embedder,
-            settings=IndexSettings.from_config(self.config),
-        )
+        """An index manager (one connection) for this workspace and embedder; an automatic
+        ``[chunking] pack_tokens`` is decided here, where the embedder is known."""
+        settings = IndexSettings.from_config(self.config)
+        if settings.chunking.pack_tokens < 0:
+            calibrated = calibration_for(self.embedder) is not None
+            chunking = dataclasses.replace(
+                settings.chunking, pack_tokens=PACK_TOKENS if calibrated else 0
+            )
+            settings = dataclasses.replace(settings, chunking=chunking)
+        return IndexManager(self.workspace, embedder=self.embedder, settings=settings)
 
     def _build_embedder(self) -> Embedder | None:
         try:

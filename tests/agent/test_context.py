@@ -230,3 +230,12 @@ def test_recall_escapes_the_headings_of_a_result(memory, workspace):
     recall = recall_for(memory, "who owns the payment service deploys")
     assert "Alice owns" in recall.block
     assert _tags(recall.block) == ["<relevant-memories>", "</relevant-memories>"]
+
+
+def test_recall_shows_the_matching_bullet_of_a_packed_memory_chunk(memory, workspace):
+    facts = ["- the staging database is db-stage-02", "- Priya owns the billing service"]
+    write(workspace, "MEMORY.md", "# Memory\n\n## Project facts\n" + "\n".join(facts) + "\n")
+    recall = recall_for(memory, "who owns the billing service", min_score=0.0)
+    assert recall.citations[0] == "MEMORY.md#L5-L5"  # the two bullets share a chunk (4-5)
+    assert "(Memory › Project facts) - Priya owns the billing service" in recall.block
+    assert "db-stage-02" not in recall.block

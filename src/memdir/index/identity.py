@@ -40,4 +40,5 @@ def index_identity(
     }
     if chunking.structure and chunking.boundaries != "greedy":
         identity["structure"] = STRUCTURE_VERSION
+        identity["pack_tokens"] = chunking.pack_tokens
     return identity

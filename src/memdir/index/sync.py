@@ -271,6 +271,7 @@ def chunk_file(path: str, text: str, chunking: ChunkingConfig) -> list[Chunk]:
             max_tokens=chunking.tokens,
             overlap_tokens=chunking.overlap,
             skip=TEMPLATE_LINES,
+            pack_tokens=None if chunking.pack_tokens < 0 else chunking.pack_tokens,
         )
     return chunk_markdown(text, max_tokens=chunking.tokens, overlap_tokens=chunking.overlap)
 

@@ -1,5 +1,5 @@
-"""Chunks that follow a note's structure: one list item (or one paragraph, table or code block)
-a chunk, under its headings (docs/design.md#chunking, "Structured notes").
+"""Chunks that follow a note's structure: small blocks (list items, paragraphs, tables, code
+blocks) packed under their headings (docs/design.md#chunking, "Structured notes").
 
 MEMORY.md, topic notes, skills and other evergreen notes are kept as lists under headings: a
 200-token window over them mixes twenty facts, so its vector says little about any one of them
@@ -10,7 +10,15 @@ and a hit shows twenty lines to find one. Here each *block* is a chunk of its ow
 
 and each chunk's text starts with the headings it sits under (its *context*: the nearest two
 heading lines, verbatim), so that "## Kafka" / "- owner: Tomás" is found by "who owns kafka"
-and shown with its heading. The chunk's line range is the block's own lines; the context lines
+and shown with its heading.
+
+One block a chunk made 1.8 million chunks of a 10,000-file vault whose notes are lists of short
+bullets (an index 13.5 times the Markdown), so consecutive blocks under the *same* headings are
+packed into one chunk while their lines fit in ``pack_tokens`` (:data:`PACK_TOKENS`); a heading
+ends a pack, and so does a block of template lines or one larger than ``pack_tokens``, which
+stays alone. A search shows only the blocks of a packed chunk that hold the query's words
+(:func:`block_spans`; ``memdir.search.placement``). The chunk's line range is its blocks' own
+lines (with the blank lines between them); the context lines
 come first in its text (:func:`split_context` takes them off again). A block longer than
 ``max_tokens`` is cut by the content-defined chunker (with its overlap), each piece under the
 same context. Heading lines are not chunks by themselves, and a block whose every line is in
@@ -32,7 +40,12 @@ from memdir.markdown.chunking import Chunk, chunk_markdown, split_lines
 from memdir.text import estimate_tokens
 
 #: Bumped whenever the same text would be cut differently (part of the index identity).
-STRUCTURE_VERSION = "1"
+#: "2" is skipped: indexes built by an unmerged experiment carry it (a shared benchmark cache
+#: held 17 of them), and a clash would reuse their chunks as this version's.
+STRUCTURE_VERSION = "3"
+#: Consecutive blocks under the same headings share a chunk while their lines fit in this many
+#: estimated tokens (docs/benchmarks.md, "Packing structured notes").
+PACK_TOKENS = 88
 #: Headings kept as a chunk's context: the nearest ones, outermost first.
 CONTEXT_HEADINGS = 2
 
@@ -48,8 +61,9 @@ def chunk_structured(
     max_tokens: int = 200,
     overlap_tokens: int = 0,
     skip: frozenset[str] = frozenset(),
+    pack_tokens: int | None = None,
 ) -> list[Chunk]:
-    """Cut ``text`` into one chunk per block under its headings (see the module docstring).
+    """Cut ``text`` into chunks of blocks under their headings (see the module docstring).
 
     Args:
         text: the file's content.
@@ -57,24 +71,44 @@ def chunk_structured(
         overlap_tokens: that chunker's overlap inside a long block.
         skip: stripped lines that are not content (template text): a block of only these is
             left out, and a title (a level-1 heading) among them is no chunk's context.
+        pack_tokens: consecutive blocks under the same headings share a chunk while their
+            lines fit in this many estimated tokens (None: :data:`PACK_TOKENS`; 0: one block
+            a chunk).
 
     Returns:
         The chunks in file order; each one's text is its context lines, then its own lines.
     """
+    budget = min(max_tokens, PACK_TOKENS if pack_tokens is None else pack_tokens)
     lines = split_lines(text)
     headings: list[tuple[int, str]] = []  # (level, line) of the headings above
     chunks: list[Chunk] = []
+    pack: list[int] = []  # first and last line (0-based) of the blocks packed so far
+    context: list[str] = []
+
+    def flush() -> None:
+        if pack:
+            own = lines[pack[0] : pack[1] + 1]
+            chunks.extend(_block_chunks(own, pack[0] + 1, context, max_tokens, overlap_tokens))
+            pack.clear()
+
     for kind, first, last in _blocks(lines):
         if kind == "heading":
+            flush()
             level = len(HEADING_RE.match(lines[first]).group(1))  # type: ignore[union-attr]
             headings = [h for h in headings if h[0] < level] + [(level, lines[first].rstrip())]
             continue
         own = lines[first : last + 1]
         if all(not line.strip() or line.strip() in skip for line in own):
+            flush()
             continue
+        if pack and estimate_tokens("\n".join(lines[pack[0] : last + 1])) <= budget:
+            pack[1] = last
+            continue
+        flush()
         titles = [line for level, line in headings if level > 1 or line.strip() not in skip]
         context = titles[-CONTEXT_HEADINGS:]
-        chunks += _block_chunks(own, first + 1, context, max_tokens, overlap_tokens)
+        pack[:] = [first, last]
+    flush()
     return chunks
 
 
@@ -201,13 +235,22 @@ def split_context(text: str, start_line: int, end_line: int) -> tuple[list[str],
     return [], lines
 
 
+def block_spans(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """``(first, last)`` (0-based, inclusive) of the blocks among a structured chunk's own
+    lines (:func:`split_context`): more than one for a packed chunk. A piece of a long block
+    cut by the window chunker may read as several blocks too; they are its lines all the same."""
+    return [(first, last) for kind, first, last in _blocks(lines) if kind != "heading"]
+
+
 def heading_title(line: str) -> str:
     """``## Project facts`` → ``Project facts``."""
     return HEADING_RE.sub("", line, count=1).strip().rstrip("#").strip()
 
 
 __all__ = [
+    "PACK_TOKENS",
     "STRUCTURE_VERSION",
+    "block_spans",
     "chunk_structured",
     "heading_title",
     "split_context",

@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from memdir.index.base import ChunkRow
 from memdir.markdown.chunking import SENTENCE_ENDS
-from memdir.markdown.structure import heading_title, split_context
+from memdir.markdown.structure import PACK_TOKENS, block_spans, heading_title, split_context
 from memdir.search.terms import chunk_tokens, needs_segmentation
 from memdir.search.types import Candidate, LinesOf, SearchResult
+from memdir.text import estimate_tokens
 
 
 def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
@@ -62,8 +63,9 @@ def place_results(
     ``budget`` characters and shows no line twice. A chunk longer than the budget keeps its
     range and gets the best window of it as its snippet (:func:`make_snippet`). A chunk of a
     file for which ``tight(path)`` is true (a structured note: one list item or paragraph a
-    chunk) is shown as it is, without its neighbours, with its headings as the result's
-    ``context``.
+    chunk) is shown without its neighbours, with its headings as the result's ``context``;
+    when it packs several blocks, only those holding the query's words are shown
+    (:func:`_matching_blocks`).
     """
     shown: dict[str, dict[int, list[str]]] = {}
     files: dict[str, Sequence[str] | None] = {}
@@ -97,6 +99,10 @@ def place_results(
         if len(text) > budget:
             snippet = make_snippet(text, weights, budget)
         elif tight is not None and tight(chunk.path):
+            if aligned and estimate_tokens(own) <= PACK_TOKENS:
+                run = whole = _matching_blocks(chunk_lines, run, weights)
+                start, end = first + run[0], first + run[1]
+                text = "\n".join(chunk_lines[run[0] : run[1] + 1])
             snippet = text
         else:
             if lines_of is not None and chunk.path not in files:
@@ -116,6 +122,35 @@ def place_results(
         result.context = " › ".join(heading_title(line) for line in context)
         out.append(result)
     return out
+
+
+def _matching_blocks(
+    lines: Sequence[str], run: tuple[int, int], weights: Mapping[str, float]
+) -> tuple[int, int]:
+    """The part of ``run`` (indices into a packed chunk's own ``lines``) a result shows: from
+    the first to the last of its blocks whose query terms weigh at least half as much as the
+    best block's (``weights``: term → rarity among the candidates, as for snippets). The whole
+    run when it holds one block or no block holds a query term (a hit by meaning alone)."""
+    spans = [
+        (max(first, run[0]), min(last, run[1]))
+        for first, last in block_spans(lines)
+        if first <= run[1] and last >= run[0]
+    ]
+    if len(spans) < 2:
+        return run
+    segment = needs_segmentation(weights)
+    held = [
+        sum(
+            weights.get(t, 0.0)
+            for t in dict.fromkeys(chunk_tokens("\n".join(lines[a : b + 1]), segment))
+        )
+        for a, b in spans
+    ]
+    best = max(held)
+    if best <= 0.0:
+        return run
+    kept = [span for span, weight in zip(spans, held, strict=True) if weight >= best / 2]
+    return kept[0][0], kept[-1][1]
 
 
 def _run_around(flags: Sequence[bool], index: int | None) -> tuple[int, int] | None:

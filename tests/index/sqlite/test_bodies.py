@@ -89,8 +89,7 @@ def test_structured_chunks_keep_their_text_and_the_body_does_not_repeat_it(
         seqs = [r[0] for r in store.conn.execute("SELECT seq FROM chunks")]
         rows = sorted(store.chunks_by_seq(seqs).values(), key=lambda r: r.start_line)
         assert [(r.start_line, r.text) for r in rows] == [
-            (4, "# People\n## Kafka\n- owner: Tomás"),
-            (5, "# People\n## Kafka\n- on call: Priya"),
+            (4, "# People\n## Kafka\n- owner: Tomás\n- on call: Priya"),  # packed
             (8, "# People\n## Redis\n- port 6380"),
         ]
         [body] = store.conn.execute("SELECT body FROM files WHERE path = 'memory/people.md'")
