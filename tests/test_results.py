@@ -250,6 +250,17 @@ def test_blocks_matching_about_as_well_are_shown_with_what_lies_between() -> Non
     assert hit.snippet == "- owner: Tomás\n- on call: Priya\n\n- retention: 14 days"
 
 
+def test_an_echo_cites_its_packed_source_as_shown() -> None:
+    """``echo_of`` (set on chunks, before placement) names the source's result as it is shown,
+    narrowed to its block, not the packed chunk's range."""
+    echo_row = ChunkRow(2, "e2", "memory/2026-11-26-s.md", "memory", 3, 4, "- on call: Priya")
+    echo = Candidate(echo_row, score=0.8)
+    echo.echo_of = "MEMORY.md#L8-L11"
+    source, quoted = place_results([packed(), echo], 6, {"priya": 2.0}, 750, tight=bool)
+    assert source.citation == "MEMORY.md#L9-L9"
+    assert quoted.explain["echo_of"] == source.citation
+
+
 def test_a_packed_chunk_no_block_of_which_holds_a_query_word_is_shown_whole() -> None:
     for weights in ({}, {"kafka": 1.0}, {"latency": 3.0}):
         [hit] = place_results([packed()], 6, weights, 750, tight=bool)

@@ -70,6 +70,8 @@ def place_results(
     shown: dict[str, dict[int, list[str]]] = {}
     files: dict[str, Sequence[str] | None] = {}
     out: list[SearchResult] = []
+    #: The citation of each chunk that became a result, as the result shows it.
+    shown_as: dict[str, str] = {}
     for cand in ranked:
         if len(out) >= k:
             break
@@ -121,6 +123,11 @@ def place_results(
         result = _to_result(cand, start, end, snippet)
         result.context = " › ".join(heading_title(line) for line in context)
         out.append(result)
+        shown_as[f"{chunk.path}#L{chunk.start_line}-L{chunk.end_line}"] = result.citation
+    for result in out:  # an echo cites its source as shown (a packed chunk is narrowed)
+        source = result.explain.get("echo_of")
+        if source in shown_as:
+            result.explain["echo_of"] = shown_as[source]
     return out
 
 
