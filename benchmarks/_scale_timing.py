@@ -64,6 +64,18 @@ def time_each(fn: Callable[[Any], object], items: Sequence[Any]) -> list[Lap]:
     return laps
 
 
+def time_searches(
+    search: Callable[[Any], Sequence[tuple[int, float]]], queries: Sequence[Any]
+) -> tuple[Lap, list[Lap], list[list[int]]]:
+    """A search's first call (on ``queries[0]``: loading what it needs) timed apart, then one
+    :class:`Lap` per query, and the seqs each query found (``search`` returns ``(seq, score)``)."""
+    with stopwatch() as cold:
+        search(queries[0])
+    found: list[list[int]] = []
+    laps = time_each(lambda q: found.append([s for s, _ in search(q)]), queries)
+    return cold, laps, found
+
+
 def ms_stats(laps: Sequence[Lap]) -> dict[str, float]:
     """Wall-clock p50, p95 and mean, and CPU p50, in milliseconds."""
     wall = np.asarray([lap.wall for lap in laps]) * 1000.0

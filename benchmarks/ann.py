@@ -39,7 +39,14 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from _scale_data import CORPUS_END, SampledVectorEmbedder, make_queries  # noqa: E402
-from _scale_timing import log, machine_info, ms_stats, stopwatch, time_each  # noqa: E402
+from _scale_timing import (  # noqa: E402
+    log,
+    machine_info,
+    ms_stats,
+    stopwatch,
+    time_each,
+    time_searches,
+)
 
 TOP_K = 24
 EXACT = str(10**12)  # MEMDIR_ANN_OVER for an exact search
@@ -63,11 +70,8 @@ def vector_leg(mem: Any, query_vectors: Sequence[np.ndarray]) -> dict[str, Any]:
 
     store = mem.index.store()
     exact = NumpyVectorSearch()
-    with stopwatch() as exact_cold:
-        exact.search(store, query_vectors[0], TOP_K)
-    truth: list[set[int]] = []
-    exact_laps = time_each(
-        lambda q: truth.append({s for s, _ in exact.search(store, q, TOP_K)}), query_vectors
+    exact_cold, exact_laps, truth = time_searches(
+        lambda q: exact.search(store, q, TOP_K), query_vectors
     )
     exact = NumpyVectorSearch()  # frees the matrix before the build
     sidecar = store.path.with_name(ann.SIDECAR)
@@ -75,14 +79,11 @@ def vector_leg(mem: Any, query_vectors: Sequence[np.ndarray]) -> dict[str, Any]:
     with stopwatch() as build:
         ann.AnnVectorSearch(store.path).warm(store)
     approx = ann.AnnVectorSearch(store.path)
-    with stopwatch() as ann_cold:
-        approx.search(store, query_vectors[0], TOP_K)
-    found: list[set[int]] = []
-    ann_laps = time_each(
-        lambda q: found.append({s for s, _ in approx.search(store, q, TOP_K)}), query_vectors
+    ann_cold, ann_laps, found = time_searches(
+        lambda q: approx.search(store, q, TOP_K), query_vectors
     )
     assert approx.last == "ann"
-    recall = [len(t & f) / TOP_K for t, f in zip(truth, found, strict=True)]
+    recall = [len(set(t) & set(f)) / TOP_K for t, f in zip(truth, found, strict=True)]
     return {
         "exact": {**ms_stats(exact_laps), "cold_ms": exact_cold.wall * 1000},
         "ann": {**ms_stats(ann_laps), "cold_ms": ann_cold.wall * 1000},

@@ -83,6 +83,7 @@ from _scale_timing import (  # noqa: E402
     ms_stats,
     stopwatch,
     time_each,
+    time_searches,
 )
 
 TOP_K = 24
@@ -192,12 +193,7 @@ def bench_vectors(mem: Any, query_vectors: Sequence[np.ndarray], k: int) -> dict
 
     store = mem.index.store()
     search = NumpyVectorSearch()
-    with stopwatch() as cold:
-        search.search(store, query_vectors[0], k)
-    found: list[list[int]] = []
-    laps = time_each(
-        lambda q: found.append([s for s, _ in search.search(store, q, k)]), query_vectors
-    )
+    cold, laps, found = time_searches(lambda q: search.search(store, q, k), query_vectors)
     seqs, matrix = store.all_vectors()
     recall = []
     for q, hits in zip(query_vectors, found, strict=True):

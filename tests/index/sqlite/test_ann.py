@@ -54,6 +54,13 @@ def _same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> None:
     assert [s for s, x in a if x > 1e-6] == [s for s, x in b if x > 1e-6]
 
 
+def _assert_in_step(mgr: IndexManager) -> None:
+    """The approximate index holds exactly the chunks that have a vector now."""
+    seqs, _ = mgr.store().vector_links()
+    assert _search(mgr)._seqs.tolist() == seqs.tolist()
+    assert _search(mgr)._index.ntotal == len(seqs)
+
+
 def _search(mgr: IndexManager) -> AnnVectorSearch:
     search = mgr.lifecycle.vectors()  # type: ignore[attr-defined]
     assert isinstance(search, AnnVectorSearch)
@@ -151,9 +158,7 @@ def test_a_write_by_another_connection_is_found_by_comparing_every_link(
     hits = mgr.vector_search(FakeEmbedder().embed_query("brandnewword"), 1)
     assert _search(mgr).last == "ann"
     assert "brandnewword" in mgr.store().chunks_by_seq([hits[0][0]])[hits[0][0]].text
-    seqs, _ = mgr.store().vector_links()
-    assert _search(mgr)._seqs.tolist() == seqs.tolist()
-    assert _search(mgr)._index.ntotal == len(seqs)
+    _assert_in_step(mgr)
 
 
 def test_a_new_process_applies_what_the_file_lacks(
@@ -350,9 +355,7 @@ def test_a_delta_of_another_base_or_behind_the_index_is_not_trusted(
     for word in ("brandnewword", "otherfreshword"):
         hits = again.vector_search(FakeEmbedder().embed_query(word), 1)
         assert word in again.store().chunks_by_seq([hits[0][0]])[hits[0][0]].text
-    seqs, _ = again.store().vector_links()
-    assert _search(again)._seqs.tolist() == seqs.tolist()
-    assert _search(again)._index.ntotal == len(seqs)
+    _assert_in_step(again)
 
 
 def test_a_faiss_that_cannot_map_reads_a_copy(
