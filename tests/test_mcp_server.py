@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -86,6 +87,7 @@ def test_tools_are_listed_with_schemas_and_annotations(ws: Path, isolated_env: P
             assert set(search.input_schema["properties"]) == {
                 "query",
                 "queries",
+                "variants",
                 "max_results",
                 "min_score",
             }
@@ -154,7 +156,11 @@ def test_every_tool_answers_and_errors_are_tool_errors(ws: Path, isolated_env: P
             assert data["results"][0]["path"] == "memory/2026-11-28.md"
             hit = data["results"][0]
             assert set(hit) >= {"path", "start_line", "end_line", "score", "snippet", "citation"}
-            assert hit["citation"] == f"{hit['path']}#L{hit['start_line']}-L{hit['end_line']}"
+            cited = re.fullmatch(r"(.+)#L(\d+)-L(\d+)", hit["citation"])
+            assert cited is not None and cited.group(1) == hit["path"]
+            assert (
+                hit["start_line"] <= int(cited.group(2)) <= int(cited.group(3)) <= hit["end_line"]
+            )
             assert data["index"]["files"] >= 2
 
             error, data = await call(client, "memory_get", path="memory/2026-11-28.md", lines=1)

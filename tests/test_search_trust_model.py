@@ -102,3 +102,27 @@ def test_a_session_archive_ranks_below_the_note_it_quotes(mem: Memory) -> None:
     if "memory/2026-11-26-db-port.md" in paths:
         echo = results[paths.index("memory/2026-11-26-db-port.md")]
         assert echo.explain["echo_of"] == results[0].citation
+
+
+def test_an_archive_that_restates_a_note_keeps_it_in_the_recall_block(mem: Memory) -> None:
+    from memdir.memory_context import recall_for
+
+    root = mem.workspace.root
+    write(
+        root,
+        "memory/2026-11-26-db-port.md",
+        "# Session 2026-11-26 10:00\n\n- date: 2026-11-26 10:00\n- session: 1a2b\n"
+        "- source: claude-code\n- archived: 2026-11-26 10:20\n- messages: the last 4\n\n"
+        "## Conversation\n\n**user:**\nwhat port is the prod db on? I need it for the "
+        "migration script\n\n**assistant:**\nThe production database is PostgreSQL 15, host "
+        "db-prod-01.internal, listening on port 5432. I updated the migration script's DSN "
+        "accordingly.\n\n**user:**\nthanks, run it against staging first\n\n**assistant:**\n"
+        "Done: the dry run on staging passed.\n",
+    )
+    for question in ("What port does the production database use?", "prod db port?"):
+        results = mem.search(question).results
+        assert results[0].path == "MEMORY.md", question
+        assert results[0].score >= 0.3, question  # the echo did not push it under recall
+        recall = recall_for(mem, question)
+        assert "MEMORY.md#L" in recall.block and "db-prod-01.internal:5432" in recall.block
+        assert "# Session" not in recall.block  # the archive repeats it: left out

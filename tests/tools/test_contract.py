@@ -67,7 +67,8 @@ def test_schemas_are_closed_objects_with_one_results_cap() -> None:
 def test_signature_for_the_text_protocol() -> None:
     search, get, write = memory_tools(SearchConfig(), private=True)
     assert search.signature() == (
-        '{"query": str, "queries"?: [str], "max_results"?: int, "min_score"?: number}'
+        '{"query": str, "queries"?: [str], "variants"?: [str], "max_results"?: int, '
+        '"min_score"?: number}'
     )
     assert get.signature() == '{"path": str, "from"?: int, "lines"?: int}'
     assert write.signature().startswith('{"text": str, "target"?: "daily"|"memory", "section"?: ')

@@ -60,6 +60,12 @@ def init_command(
             out.print(f"  created {name}")
     else:
         out.print("  already initialised; nothing changed")
+    if load_config(root).search.bridge:
+        from memdir.bridge import default_bridge
+
+        # The bridge's word pairs (once per machine, ~3 s), so that the first search of notes
+        # dropped in here finds them in either language (docs/design.md#search).
+        default_bridge(wait=True)
     if with_git:
         from memdir.audit.trail import init_git  # dulwich loads only when asked for
 

@@ -20,6 +20,14 @@ from memdir.config import MAX_RESULTS
     help="Another query to search in the same call (repeatable); each gets reserved results.",
 )
 @click.option(
+    "-v",
+    "--variant",
+    "variants",
+    multiple=True,
+    help="The same question written otherwise, e.g. in the notes' other language "
+    "(repeatable); searched with it as one question.",
+)
+@click.option(
     "-n",
     "--max-results",
     type=click.IntRange(min=1, max=MAX_RESULTS),
@@ -37,6 +45,7 @@ def search_command(
     ctx: click.Context,
     query: tuple[str, ...],
     more: tuple[str, ...],
+    variants: tuple[str, ...],
     max_results: int | None,
     min_score: float | None,
     as_json: bool,
@@ -45,14 +54,18 @@ def search_command(
     """Search memory (hybrid vector + keyword, reranked) and print the best snippets.
 
     Words given without quotes form one query; several queries (`memdir search "redis port"
-    -q "kafka topic"`) are searched in one call, each with reserved results.
+    -q "kafka topic"`) are searched in one call, each with reserved results. A variant
+    (`memdir search "积分改版什么时候上线" -v "when does the points redesign launch"`) is the
+    same question asked otherwise, searched with it as one.
     """
     queries = [" ".join(query)] if query else []
     queries += list(more)
     if not queries:
         raise click.UsageError("give a query: memdir search WORDS… [-q ANOTHER]…")
     with open_memory(ctx) as mem:
-        response = mem.search(queries, max_results=max_results, min_score=min_score)
+        response = mem.search(
+            queries, max_results=max_results, min_score=min_score, variants=variants
+        )
     if as_json:
         print_json(response.to_dict(explain=explain))
         return

@@ -26,6 +26,7 @@ from typing import Any
 
 from memdir.embeddings.base import Embedder, token_batches
 from memdir.errors import MemdirError, ProviderError
+from memdir.index.companion_codes import BACKFILL_BATCH, backfill_codes, code_batch
 from memdir.index.manager import IndexManager
 from memdir.index.sync import embed_chunks, write_vectors
 
@@ -213,11 +214,16 @@ class BackgroundEmbedder:
             if not batch:
                 with self._cond:
                     self._pending = 0
-                return self._idle_wait
+                # Every chunk has its vector: code those the companion has not coded yet.
+                coded = backfill_codes(
+                    index.store(), index.companion, lock=index.write_lock, limit=BACKFILL_BATCH
+                )
+                return 0.0 if coded >= BACKFILL_BATCH else self._idle_wait
             started = time.perf_counter()
             vectors, cache_items = embed_chunks(
                 index.store(), self._embedder, batch, self._pooling, index.chunking.line_vectors
             )
+            codes = code_batch(index.companion, batch)
             seconds = time.perf_counter() - started
             write_vectors(
                 index.store(),
@@ -228,6 +234,7 @@ class BackgroundEmbedder:
                 pooling=self._pooling,
                 lock=index.write_lock,
                 seconds=seconds,
+                codes=(index.companion.model_id, codes) if index.companion is not None else None,
             )
             pending = index.counts()["pending_vectors"]
         except ProviderError as exc:

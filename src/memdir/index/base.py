@@ -119,6 +119,10 @@ class KeywordQuery:
     mode: str = "or"
     #: One weight per term (> 0), multiplying its IDF in BM25; empty: every term weighs 1.
     weights: tuple[float, ...] = ()
+    #: One group number per term: terms of one group are forms of one word (a query term and
+    #: its translations, :mod:`memdir.bridge`), of which BM25 counts the best a chunk holds,
+    #: not their sum. Empty: every term is a group of its own.
+    groups: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in KEYWORD_MODES:
@@ -129,19 +133,35 @@ class KeywordQuery:
             raise ValueError(f"{len(self.weights)} weights for {len(self.terms)} terms")
         if not all(math.isfinite(w) and w > 0 for w in self.weights):
             raise ValueError("a term weight must be a positive number")
+        if self.groups and len(self.groups) != len(self.terms):
+            raise ValueError(f"{len(self.groups)} groups for {len(self.terms)} terms")
 
     @classmethod
     def build(
-        cls, terms: Iterable[str], mode: str = "or", weights: Mapping[str, float] | None = None
+        cls,
+        terms: Iterable[str],
+        mode: str = "or",
+        weights: Mapping[str, float] | None = None,
+        groups: Mapping[str, int] | None = None,
     ) -> KeywordQuery | None:
         """The query for ``terms`` (blank ones dropped, duplicates once), each weighted by
-        ``weights`` (a term not in it weighs 1); None when no term is left, so there is
-        nothing to search."""
+        ``weights`` (a term not in it weighs 1) and put in its group of ``groups`` (a term
+        not in it is a group of its own); None when no term is left, so there is nothing to
+        search."""
         kept = tuple(dict.fromkeys(t for t in terms if t.strip()))
         if not kept:
             return None
         given = weights or {}
-        return cls(kept, mode, tuple(float(given.get(t, 1.0)) for t in kept) if given else ())
+        weighed = tuple(float(given.get(t, 1.0)) for t in kept) if given else ()
+        if not groups:
+            return cls(kept, mode, weighed)
+        own = iter(range(max(groups.values(), default=0) + 1, 1 << 30))
+        numbers = tuple(groups[t] if t in groups else next(own) for t in kept)
+        return cls(kept, mode, weighed, numbers)
+
+    def group_of(self) -> dict[str, int] | None:
+        """Term → its group, or None when every term is a group of its own."""
+        return dict(zip(self.terms, self.groups, strict=True)) if self.groups else None
 
     def weighted(self, idf: Mapping[str, float]) -> dict[str, float]:
         """``idf`` (term → IDF) with each of this query's terms multiplied by its weight: what
@@ -276,6 +296,22 @@ class IndexBackend(Protocol):
 
     def vectors_by_seq(self, seqs: Sequence[int]) -> dict[int, Vectors]:
         """The stored vectors of these chunks (chunks without one are left out)."""
+        ...
+
+    # -- the companion model's codes (docs/design.md#search, "Across languages") ---------
+
+    def companion_put(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
+        """Store the companion ``model``'s codes of text hashes that have none yet."""
+        ...
+
+    def companion_by_seq(self, model: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        """The codes of these chunks' texts (chunks without one are left out)."""
+        ...
+
+    def chunks_without_companion(
+        self, model: str, limit: int = 10_000
+    ) -> list[tuple[int, str, str]]:
+        """``(seq, hash, text)`` of embedded chunks whose text has no code yet."""
         ...
 
     # -- embedding cache ----------------------------------------------------------------

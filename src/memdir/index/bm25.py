@@ -85,7 +85,8 @@ def bm25_search(
     if idf is None:
         idf = query.weighted(term_idf(store, query.terms, stats))
     rows = store.keyword_candidates(query, idf, limit * PREFETCH, stats)
-    scored = [(seq, bm25_document(tokens.split(), idf, stats)) for seq, tokens in rows]
+    groups = query.group_of()
+    scored = [(seq, bm25_document(tokens.split(), idf, stats, groups)) for seq, tokens in rows]
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored[:limit]
 
@@ -103,7 +104,23 @@ def idf_from_df(
     return {t: lucene_idf(stats.documents, df.get(t, 0)) for t in dict.fromkeys(terms)}
 
 
-def bm25_document(words: Sequence[str], idf: Mapping[str, float], stats: CorpusStats) -> float:
-    """BM25 of one chunk (its token list) for the terms of ``idf``."""
+def bm25_document(
+    words: Sequence[str],
+    idf: Mapping[str, float],
+    stats: CorpusStats,
+    groups: Mapping[str, int] | None = None,
+) -> float:
+    """BM25 of one chunk (its token list) for the terms of ``idf``; with ``groups`` (term →
+    group, :attr:`KeywordQuery.groups`), each group adds only its best term's part."""
     counts = Counter(words)
-    return sum(bm25_term(counts.get(t, 0), len(words), stats.avg_length, w) for t, w in idf.items())
+    if not groups:
+        return sum(
+            bm25_term(counts.get(t, 0), len(words), stats.avg_length, w) for t, w in idf.items()
+        )
+    best: dict[object, float] = {}
+    for t, w in idf.items():
+        part = bm25_term(counts.get(t, 0), len(words), stats.avg_length, w)
+        group: object = groups.get(t, t)  # a term outside every group is one of its own
+        if part > best.get(group, 0.0):
+            best[group] = part
+    return sum(best.values())

@@ -14,7 +14,7 @@ import contextlib
 import importlib
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from memdir.index.bm25 import (
     idf_from_df,
 )
 from memdir.index.changes import scan_paths
+from memdir.index.companion_codes import Coder, code_batch
 from memdir.index.freshness import Freshness
 from memdir.index.identity import index_identity as index_identity
 from memdir.index.location import default_index_dir, default_workspace_id
@@ -147,10 +148,13 @@ class IndexManager:
         *,
         embedder: Embedder | None,
         settings: IndexSettings | None = None,
+        companion: Coder | None = None,
     ) -> None:
         settings = settings or IndexSettings()
         self.workspace = workspace
         self.embedder = embedder
+        #: Codes each embedded chunk for search across languages (None: no companion).
+        self.companion = companion if embedder is not None else None
         self.settings = settings
         self.chunking = settings.chunking
         self.keyword_tokenizer = settings.keyword_tokenizer
@@ -358,7 +362,15 @@ class IndexManager:
             progress=progress,
             report=report,
             lock=self.write_lock,
+            companion=self.companion,
         )
+
+    def companion_codes(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        """The companion model's codes of these chunks (those that have one)."""
+        if self.companion is None or not seqs:
+            return {}
+        model = self.companion.model_id
+        return dict(self.read(lambda store: store.companion_by_seq(model, list(seqs))))
 
     def embed_missing(
         self, seqs: Sequence[int], *, limit: int, seconds: float, urgent: bool = False
@@ -390,6 +402,7 @@ class IndexManager:
                 )
             except ProviderError:
                 break
+            codes = code_batch(self.companion, batch)
             write_vectors(
                 self.store(),
                 embedder,
@@ -399,6 +412,7 @@ class IndexManager:
                 pooling=self.chunking.pooling,
                 lock=self.write_lock,
                 seconds=time.perf_counter() - began,
+                codes=(self.companion.model_id, codes) if self.companion is not None else None,
             )
             out.update((seq, vec) for (seq, _, _), vec in zip(batch, vectors, strict=True))
         # As stored (an engine may keep them compactly): a later search scores the same.
@@ -506,31 +520,61 @@ class IndexManager:
         stats = self._corpus_stats()
         idf = query.weighted(self._term_idf(query.terms, stats))
         tokens = self.read(lambda store: store.chunk_tokens(list(seqs)))
+        groups = query.group_of()
         return {
-            seq: bm25_to_score(bm25_document(words, idf, stats)) for seq, words in tokens.items()
+            seq: bm25_to_score(bm25_document(words, idf, stats, groups))
+            for seq, words in tokens.items()
         }
 
-    def term_coverage(self, terms: Sequence[str], seqs: Sequence[int]) -> dict[int, float]:
-        """For each chunk, the share of the query terms' IDF that its stored tokens hold: 1
-        when every term is in it, more for its rare terms than its common ones."""
-        wanted = list(dict.fromkeys(terms))
+    def term_coverage(
+        self, concepts: Sequence[Mapping[str, float]], seqs: Sequence[int]
+    ) -> dict[int, float]:
+        """For each chunk, the share of the query's weight that its stored tokens hold.
+
+        Each of ``concepts`` is one query term's forms, form → weight: the term itself first
+        (weight 1), then its translations (weight < 1, :mod:`memdir.bridge`). A concept weighs
+        its term's IDF, or, when no chunk holds the term, the IDF of its rarest known form; a
+        chunk holds of it the best ``weight · IDF`` among the forms it has (at most the
+        concept's weight). So a chunk with every term scores 1, more for its rare terms than
+        its common ones, and a translation counts for its weight only.
+        """
+        wanted = [dict(c) for c in concepts if c]
         if not wanted or not seqs:
             return {}
-        idf = self._term_idf(wanted, self._corpus_stats())
-        total = sum(idf.values()) or 1.0
+        forms = list(dict.fromkeys(f for c in wanted for f in c))
+        df, idf = self._term_counts(forms, self._corpus_stats())
+        plan: list[tuple[float, dict[str, float]]] = []
+        for concept in wanted:
+            term = next(iter(concept))
+            known = {f: w * idf[f] for f, w in concept.items() if df.get(f, 0) > 0}
+            if term in known:
+                total = idf[term]
+            elif known:
+                total = max(idf[f] for f in known)
+            else:
+                total = idf[term]
+            plan.append((total, known))
+        grand = sum(total for total, _ in plan) or 1.0
         tokens = self.read(lambda store: store.chunk_tokens(list(seqs)))
-        return {
-            seq: sum(w for t, w in idf.items() if t in have) / total
-            for seq, have in ((seq, set(words)) for seq, words in tokens.items())
-        }
+        out = {}
+        for seq, words in tokens.items():
+            have = set(words)
+            held = 0.0
+            for total, known in plan:
+                held += min(total, max((x for f, x in known.items() if f in have), default=0.0))
+            out[seq] = held / grand
+        return out
 
-    def unknown_share(self, terms: Sequence[str]) -> float:
-        """The share of ``terms`` that occur in no chunk of the index (0 without terms)."""
-        wanted = list(dict.fromkeys(terms))
+    def unknown_share(self, concepts: Sequence[Mapping[str, float]]) -> float:
+        """The share of the query's terms of which no form occurs in any chunk of the index (0
+        without terms): a word of the other language whose translation the notes use is not
+        unknown."""
+        wanted = [dict(c) for c in concepts if c]
         if not wanted:
             return 0.0
-        found = self._term_counts(wanted, self._corpus_stats())[0]
-        return sum(1 for t in wanted if found.get(t, 0) <= 0) / len(wanted)
+        forms = list(dict.fromkeys(f for c in wanted for f in c))
+        found = self._term_counts(forms, self._corpus_stats())[0]
+        return sum(1 for c in wanted if all(found.get(f, 0) <= 0 for f in c)) / len(wanted)
 
     def _term_idf(self, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
         """IDFs of the query terms (see :meth:`_term_counts`)."""

@@ -37,6 +37,7 @@ from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, 
 from memdir.errors import PathNotAllowed, ProviderError
 from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
+from memdir.index.companion_codes import Coder, backfill_codes, code_batch
 from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
 from memdir.markdown.greedy import chunk_greedy
 from memdir.markdown.structure import chunk_structured
@@ -331,8 +332,10 @@ def embed_pending(
     progress: Progress | None = None,
     report: SyncReport | None = None,
     lock: Callable[[], AbstractContextManager[object]] | None = None,
+    companion: Coder | None = None,
 ) -> SyncReport:
-    """Phase 2: embed chunks that lack a vector (see the module docstring).
+    """Phase 2: embed chunks that lack a vector (see the module docstring), each batch coded
+    by the ``companion`` too; then code the embedded chunks that have no code yet.
 
     Args:
         pooling: ``chunk`` embeds each chunk's text; ``lines`` averages its lines' embeddings.
@@ -363,6 +366,7 @@ def embed_pending(
         except ProviderError as exc:
             report.warnings.append(f"embedding failed, keyword search only for now: {exc}")
             break
+        codes = code_batch(companion, batch)
         # Every chunk of each text gets the text's vector.
         shared = [(seq, digest, text) for _, digest, text in batch for seq in chunks_of[digest]]
         copies = [i for i, (_, digest, _) in enumerate(batch) for _ in chunks_of[digest]]
@@ -375,6 +379,7 @@ def embed_pending(
             pooling=pooling,
             lock=lock,
             seconds=time.perf_counter() - batch_started,
+            codes=(companion.model_id, codes) if companion is not None else None,
         )
         done += len(shared)
         report.embedded += len(shared)
@@ -383,6 +388,8 @@ def embed_pending(
         if progress:
             progress("embeddings", done, total)
     report.pending_vectors = total - done
+    if report.pending_vectors == 0:
+        backfill_codes(store, companion, lock=lock)
     report.seconds += time.perf_counter() - started
     return report
 
@@ -429,13 +436,18 @@ def write_vectors(
     pooling: str = "chunk",
     lock: Callable[[], AbstractContextManager[object]] | None = None,
     seconds: float | None = None,
+    codes: tuple[str, Sequence[tuple[str, bytes]]] | None = None,
 ) -> None:
     """Store a batch's vectors and cache entries in one short write (under ``lock``), and its
     throughput when ``seconds`` (the time the model took) is given. Each chunk's vector is
-    linked to its cache key (:func:`vector_key`), so it is stored once."""
+    linked to its cache key (:func:`vector_key`), so it is stored once. ``codes``: the
+    companion model's name and its codes of the batch's texts
+    (:mod:`memdir.index.companion_codes`), written in the same write."""
     ids = (embedder.provider, embedder.model_id, embedder.provider_key)
     with lock() if lock else contextlib.nullcontext():
         store.cache_put(*ids, cache_items)
+        if codes is not None and codes[1]:
+            store.companion_put(codes[0], codes[1])
         store.set_vectors(
             [
                 (seq, vector_key(digest, pooling), vec)

@@ -24,7 +24,7 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.markdown.chunking import text_hash
-from memdir.search.terms import chunk_tokens, needs_segmentation
+from memdir.search.terms import found_tokens
 
 #: A line's combined score is ``cosine + LINE_COVERAGE_WEIGHT · coverage`` (cosines of e5-style
 #: models sit in a narrow band, so coverage needs a small weight to break their ties).
@@ -88,7 +88,6 @@ def score_lines(
         vectors = line_vectors(keys)
     q = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
     # CJK runs are segmented (jieba loaded) only when a query term needs it.
-    segment = needs_segmentation(weights)
     out: list[LineScores] = []
     for lines, chunk_cos in zip(split, chunk_cosines, strict=True):
         cosines: list[float | None] = []
@@ -97,7 +96,7 @@ def score_lines(
             vec = vectors.get(line_key(line)) if line.strip() and q is not None else None
             ok = vec is not None and q is not None and vec.shape == q.shape
             cosines.append(float(vec @ q) if ok and vec is not None and q is not None else None)
-            covers.append(coverage(chunk_tokens(line, segment), weights) if line.strip() else -1.0)
+            covers.append(coverage(found_tokens(line, weights), weights) if line.strip() else -1.0)
         scores = LineScores(cosines, [max(0.0, c) for c in covers], 0)
         focus, best = 0, -np.inf
         for i in range(len(lines)):
@@ -124,7 +123,6 @@ def candidate_features(
     line_cov = [max(ls.coverage) if ls.coverage else 0.0 for ls in lines]
     line_score = [ls.combined(ls.focus, v) for ls, v in zip(lines, vector, strict=True)]
     best_fused, best_cos, best_cov = max(fused), max(line_cos), max(line_cov)
-    segment = needs_segmentation(weights)
     out = []
     for i in range(n):
         out.append(
@@ -139,7 +137,7 @@ def candidate_features(
                 "line_cos_lift": line_cos[i] - vector[i],
                 "line_cov": line_cov[i],
                 "line_cov_gap": line_cov[i] - best_cov,
-                "chunk_cov": coverage(chunk_tokens(texts[i], segment), weights),
+                "chunk_cov": coverage(found_tokens(texts[i], weights), weights),
                 "line_score": line_score[i],
             }
         )

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from memdir.bridge import Bridge
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.errors import ProviderError
 from memdir.index.base import KeywordQuery
@@ -36,23 +37,50 @@ KEYWORD_QUERIES = {"or": query_terms, "and": plain_terms}
 :class:`~memdir.index.base.KeywordQuery` mode (``or``: any term, ``and``: every term)."""
 
 
+#: A translation's BM25 part, and its share of term coverage, weigh this much times its
+#: weight in the bridge (docs/design.md#search, "Across languages").
+TRANSLATION_WEIGHT = 0.6
+
+
 @dataclass(frozen=True)
 class KeywordLeg:
     """One query's keyword leg: the query's text, its terms, the keyword query they make (None:
-    only stopwords) and the hits as ``(seq, score in [0, 1))``, best first."""
+    only stopwords) and the hits as ``(seq, score in [0, 1))``, best first; ``forms`` holds
+    each term's forms (the term, weight 1, and its translations: :mod:`memdir.bridge`)."""
 
     text: str
     terms: list[str]
     query: KeywordQuery | None
     hits: list[tuple[int, float]]
+    forms: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Every form of every term → its weight (a term 1)."""
+        out: dict[str, float] = {}
+        for forms in self.forms or [{t: 1.0} for t in self.terms]:
+            for form, weight in forms.items():
+                out[form] = max(out.get(form, 0.0), weight)
+        return out
 
 
-def keyword_leg(manager: IndexManager, text: str, mode: str, k: int) -> KeywordLeg:
-    """The ``k`` best keyword matches of ``text`` (``mode``: a :data:`KEYWORD_QUERIES` key)."""
+def keyword_leg(
+    manager: IndexManager, text: str, mode: str, k: int, bridge: Bridge | None = None
+) -> KeywordLeg:
+    """The ``k`` best keyword matches of ``text`` (``mode``: a :data:`KEYWORD_QUERIES` key);
+    with a ``bridge``, each term also in the other language (``or`` mode only)."""
     terms = KEYWORD_QUERIES[mode](text)
-    query = KeywordQuery.build(terms, mode)
+    forms = [{t: 1.0} for t in terms]
+    if bridge is not None and mode == "or":
+        forms = [
+            {c.term: 1.0, **{f: TRANSLATION_WEIGHT * w for f, w in c.translations.items()}}
+            for c in bridge.concepts(terms)
+        ]
+    weights = {f: w for group in forms for f, w in group.items() if w != 1.0}
+    groups = {f: i for i, group in enumerate(forms) for f in group}
+    query = KeywordQuery.build(list(groups), mode, weights or None, groups if weights else None)
     hits = manager.keyword_search(query, k) if query is not None else []
-    return KeywordLeg(text, terms, query, hits)
+    return KeywordLeg(text, terms, query, hits, forms)
 
 
 class QueryEmbeddings:
@@ -63,23 +91,37 @@ class QueryEmbeddings:
     holds only its own search's thread, never the next search's embedding.
     """
 
-    def __init__(self, embedder: Embedder | None, parts: Sequence[str]) -> None:
+    def __init__(
+        self, embedder: Embedder | None, parts: Sequence[str], companion: Any = None
+    ) -> None:
         self._vectors: dict[str, Any] = {}
+        #: Each query's companion vector (``search/across.py``), when there is a companion.
+        self.companion: dict[str, Any] = {}
         self._warnings: list[str] = []
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         if embedder is None or not any(p.strip() for p in parts):
             return
         self._thread = threading.Thread(
-            target=self._run, args=(embedder, list(parts)), name="memdir-query", daemon=True
+            target=self._run,
+            args=(embedder, list(parts), companion),
+            name="memdir-query",
+            daemon=True,
         )
         self._thread.start()
 
-    def _run(self, embedder: Embedder, parts: list[str]) -> None:
+    def _run(self, embedder: Embedder, parts: list[str], companion: Any) -> None:
         try:
             self._vectors = embed_queries(embedder, parts, self._warnings)
         except BaseException as exc:  # raised again in the caller's thread by wait()
             self._error = exc
+            return
+        if companion is None or not self._vectors:
+            return
+        try:
+            self.companion = {p: companion.query(p) for p in self._vectors}
+        except Exception as exc:  # an aid: without it, the other language ranks less well
+            self._warnings.append(f"companion model failed: {exc}")
 
     def wait(self, warnings: list[str]) -> dict[str, Any]:
         """Each query's vector (a query whose embedding failed is left out, its warning added
@@ -181,6 +223,7 @@ def estimate_missing_vectors(pool: Sequence[Candidate]) -> int:
 
 __all__ = [
     "KEYWORD_QUERIES",
+    "TRANSLATION_WEIGHT",
     "KeywordLeg",
     "QueryEmbeddings",
     "complete_legs",

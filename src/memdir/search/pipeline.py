@@ -11,12 +11,15 @@ reserved slots (:func:`~memdir.search.subqueries.merge_rankings`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memdir.index.manager import IndexManager
+from memdir.search.across import centred_query, language_share, rescore
+from memdir.search.answers import answer_first, asked_slot
 from memdir.search.decay import apply_temporal_decay
-from memdir.search.echoes import demote_echoes
+from memdir.search.echoes import demote_echoes, find_echoes
 from memdir.search.fusion import FUSIONS, keyword_only_scores, mark_fresh, prefer_fresh
 from memdir.search.legs import (
     KeywordLeg,
@@ -33,6 +36,7 @@ from memdir.search.rerank_stage import focus_lines, rerank_passages
 from memdir.search.subqueries import merge_rankings, passage_id, without_repeated_lines
 from memdir.search.terms import term_weights
 from memdir.search.types import Candidate, SearchResponse, SearchResult, placeholder_chunk
+from memdir.search.variants import merge_pools
 
 
 @dataclass
@@ -52,6 +56,7 @@ class _Ranking:
     unknown: float = 0.0  # the share of the query's terms no chunk holds
     threshold: float | None = None  # the min_score applied (None in keyword-only mode)
     evidence: dict[str, float] = field(default_factory=dict)  # what the off-topic gate saw
+    forms: dict[str, float] = field(default_factory=dict)  # every form of the terms → weight
 
 
 def run_search(manager: IndexManager, plan: SearchPlan) -> SearchResponse:
@@ -68,18 +73,30 @@ def run_search(manager: IndexManager, plan: SearchPlan) -> SearchResponse:
     warnings: list[str] = []
     # The queries are embedded on a worker thread while the keyword legs run (legs.py).
     mode = plan.config.keyword_query
-    keyword_legs = [keyword_leg(manager, part, mode, plan.fetch) for part in plan.parts]
+    keyword_legs = [
+        keyword_leg(manager, part, mode, plan.fetch, plan.bridge) for part in plan.parts
+    ]
+    variant_legs = [
+        keyword_leg(manager, text, mode, plan.fetch, plan.bridge) for text in plan.variants
+    ]
     vectors = plan.embeddings.wait(warnings)
+    companion = plan.embeddings.companion
     rankings = [
-        _rank_one(manager, plan, leg, vectors.get(part))
-        for part, leg in zip(plan.parts, keyword_legs, strict=True)
+        _rank_one(
+            manager,
+            plan,
+            [leg, *(variant_legs if i == 0 else [])],
+            vectors,
+            companion,
+        )
+        for i, leg in enumerate(keyword_legs)
     ]
     main = rankings[0]
     if main.rescued and main.kept:
         warnings.append("no result passed min_score; showing keyword matches")
     lists = [
-        _place(manager, plan, part, ranking, warnings)
-        for part, ranking in zip(plan.parts, rankings, strict=True)
+        _place(manager, plan, part, ranking, warnings, plan.variants if i == 0 else ())
+        for i, (part, ranking) in enumerate(zip(plan.parts, rankings, strict=True))
     ]
     k = plan.k
     if len(lists) == 1:
@@ -95,6 +112,7 @@ def run_search(manager: IndexManager, plan: SearchPlan) -> SearchResponse:
         warnings.append("the query has only stopwords; nothing to match")
     response = SearchResponse(plan.query, results, main.mode, main.legs, terms, warnings)
     response.queries = list(plan.parts)
+    response.variants = list(plan.variants)
     response.estimated = sum(r.estimated for r in rankings)
     response.unknown = main.unknown
     response.evidence = main.evidence
@@ -104,31 +122,68 @@ def run_search(manager: IndexManager, plan: SearchPlan) -> SearchResponse:
 
 
 def _place(
-    manager: IndexManager, plan: SearchPlan, part: str, ranking: _Ranking, warnings: list[str]
+    manager: IndexManager,
+    plan: SearchPlan,
+    part: str,
+    ranking: _Ranking,
+    warnings: list[str],
+    variants: Sequence[str] = (),
 ) -> list[SearchResult]:
-    """One query's kept candidates as results: placed, then reordered by the reranker when it
-    applies (its passages are the best ``rerank_top_n``)."""
-    weights = term_weights(ranking.terms, [c.chunk.text for c in ranking.pool])
+    """One query's kept candidates as results: placed, reordered by the reranker when it
+    applies (its passages are the best ``rerank_top_n``), then the one holding what the
+    question asks for first (:func:`~memdir.search.answers.answer_first`)."""
+    weights = term_weights(list(ranking.forms), [c.chunk.text for c in ranking.pool], ranking.forms)
     budget = plan.config.snippet_chars
+    slot = asked_slot(" ".join([part, *variants]))
     if not ranking.rerank or plan.reranker is None:
-        return place_results(ranking.kept, plan.k, weights, budget, plan.lines_of, plan.tight)
-    passages = place_results(
-        ranking.kept, plan.rerank_top_n, weights, budget, plan.lines_of, plan.tight
-    )
-    line_vectors = manager.line_vectors if plan.config.line_scoring else None
-    return rerank_passages(
-        plan.reranker, part, passages, ranking.vector, weights, line_vectors, warnings
-    )
+        placed = place_results(
+            ranking.kept, plan.k, weights, budget, plan.lines_of, plan.tight, slot
+        )
+    else:
+        passages = place_results(
+            ranking.kept, plan.rerank_top_n, weights, budget, plan.lines_of, plan.tight, slot
+        )
+        line_vectors = manager.line_vectors if plan.config.line_scoring else None
+        placed = rerank_passages(
+            plan.reranker, part, passages, ranking.vector, weights, line_vectors, warnings
+        )
+    top = placed[: plan.k]
+    moved = answer_first([r.snippet.split("\n") for r in top], weights, slot)
+    if moved is not None:
+        # The scores stay with the places (search/answers.py: measured to stay calibrated).
+        scores = [r.score for r in placed[: moved + 1]]
+        placed.insert(0, placed.pop(moved))
+        for result, score in zip(placed, scores, strict=False):
+            result.score = score
+        placed[0].explain["answer_first"] = slot.name if slot is not None else None
+    return placed
 
 
 def _rank_one(
-    manager: IndexManager, plan: SearchPlan, leg: KeywordLeg, query_vector: Any
+    manager: IndexManager,
+    plan: SearchPlan,
+    asked: Sequence[KeywordLeg],
+    vectors: Mapping[str, Any],
+    companion: Mapping[str, Any],
 ) -> _Ranking:
-    """Every stage for one query (its keyword leg already run), up to ``min_score``."""
+    """Every stage for one query (its keyword leg already run), up to ``min_score``; the
+    query's variants, when ``asked`` holds more than its own leg, as one question with it
+    (:mod:`memdir.search.variants`)."""
+    leg = asked[0]
     keywords = leg.query
-    pool, legs = _gather(manager, plan, leg, query_vector)
+    query_vector = vectors.get(leg.text)
     mode = "hybrid" if query_vector is not None else ("keyword" if keywords else "empty")
-    estimated = _score(manager, plan, pool, leg, query_vector, mode)
+    pools, legs, estimated = [], [], 0
+    for one in asked:
+        vector = vectors.get(one.text)
+        pool, found = _gather(manager, plan, one, vector)
+        kind = "hybrid" if vector is not None else ("keyword" if one.query else "empty")
+        if kind != mode and mode == "hybrid":
+            continue  # a variant that could not be embedded would be scored on another scale
+        estimated += _score(manager, plan, pool, one, vector, kind, companion.get(one.text))
+        pools.append(pool)
+        legs += [name for name in found if name not in legs]
+    pool = merge_pools(pools) if len(pools) > 1 else pools[0]
     pool = _shortlist(manager, plan, pool, leg.terms, query_vector)
     # The learned model was fitted on hybrid searches; remote rerankers read only text.
     reranker = plan.reranker
@@ -137,9 +192,10 @@ def _rank_one(
     ranked = mmr_rerank(pool, lam=config.mmr_lambda, k=len(pool)) if config.mmr else pool
     for cand in ranked:
         cand.fused = cand.score
-    ranking = _cut(manager, plan, ranked, leg.terms, mode)
+    ranking = _cut(manager, plan, ranked, asked, mode)
     ranking.pool, ranking.legs = pool, legs
-    ranking.matched, ranking.vector, ranking.rerank = keywords is not None, query_vector, rerank
+    ranking.matched = any(one.query is not None for one in asked)
+    ranking.vector, ranking.rerank = query_vector, rerank
     ranking.estimated = estimated
     return ranking
 
@@ -156,6 +212,11 @@ def _gather(
         for seq, sim in manager.vector_search(query_vector, plan.fetch):
             cand = candidates.setdefault(seq, Candidate(placeholder_chunk(seq)))
             cand.vector, cand.has_vector = max(0.0, sim), True
+        if plan.across is not None:
+            # Notes of the other language, by meaning alone; scored on both legs below.
+            centred = centred_query(query_vector, language_share(leg.text), plan.across.means)
+            for seq, _ in manager.vector_search(centred, plan.fetch):
+                candidates.setdefault(seq, Candidate(placeholder_chunk(seq)))
     if leg.query is not None:
         legs.append("keyword")
         for seq, text_score in leg.hits:
@@ -181,15 +242,19 @@ def _score(
     leg: KeywordLeg,
     query_vector: Any,
     mode: str,
+    companion_query: Any = None,
 ) -> int:
-    """Score the candidates: both legs for each (hybrid), fused, a just-written match raised;
-    or the keyword-only score. Returns how many vector legs were estimated."""
+    """Score the candidates: both legs for each (hybrid), across languages where they differ
+    from the query's, fused, a just-written match raised; or the keyword-only score. Returns
+    how many vector legs were estimated."""
     config = plan.config
     estimated = 0
     if mode == "hybrid" and config.score_both_legs and query_vector is not None:
         complete_legs(manager, pool, query_vector, leg.query)
         if plan.embed_missing is not None:
             embed_candidates(pool, query_vector, plan.embed_missing)
+        if plan.across is not None:
+            rescore(pool, leg.text, query_vector, plan.across, companion_query)
         estimated = estimate_missing_vectors(pool)
     if mode == "keyword":
         keyword_only_scores(pool, leg.terms)
@@ -236,32 +301,44 @@ def _cut(
     manager: IndexManager,
     plan: SearchPlan,
     ranked: list[Candidate],
-    terms: list[str],
+    asked: Sequence[KeywordLeg],
     mode: str,
 ) -> _Ranking:
     """What the scores mean and what is kept (docs/design.md#search, step 7): in a hybrid
     search each candidate's parts, its calibrated relevance (with coefficients), sources
-    before echoes, then the off-topic gate or ``min_score``; keyword-only mode keeps all."""
-    unknown = manager.unknown_share(terms) if mode == "hybrid" else 0.0
+    before echoes, then the off-topic gate or ``min_score``; keyword-only mode keeps all.
+    With variants (``asked`` holds several legs) the share of unknown terms is the lowest of
+    any variant and a chunk's coverage its highest."""
+    terms = list(dict.fromkeys(t for one in asked for t in one.terms))
+    unknown = min(manager.unknown_share(one.forms) for one in asked) if mode == "hybrid" else 0.0
     rescued = False
     threshold = plan.min_score
     calibration = plan.calibration
+    echoes = find_echoes(ranked) if mode == "hybrid" else {}
     if mode == "hybrid":
-        set_parts(ranked, unknown, manager.term_coverage(terms, [c.chunk.seq for c in ranked]))
+        seqs = [c.chunk.seq for c in ranked]
+        coverage: dict[int, float] = {}
+        for one in asked:
+            for seq, share in manager.term_coverage(one.forms, seqs).items():
+                coverage[seq] = max(coverage.get(seq, 0.0), share)
+        set_parts(ranked, unknown, coverage, echoes)
     if mode == "hybrid" and calibration is not None:
         apply_calibration(ranked, calibration)
-        ranked = demote_echoes(ranked)
+        ranked = demote_echoes(ranked, echoes)
         if threshold is None:
             threshold = plan.config.min_score
         kept = cut_off_topic(ranked, calibration, threshold, unknown)
     elif mode == "hybrid":
-        ranked = demote_echoes(ranked)
+        ranked = demote_echoes(ranked, echoes)
         if threshold is None:
             threshold = plan.config.raw_min_score
         kept, rescued = apply_min_score(ranked, min_score=threshold)
     else:
         kept = ranked  # keyword-only mode returns its best even below min_score
     ranking = _Ranking(kept, [], mode, [], terms, rescued, False, unknown=unknown)
+    for one in asked:
+        for form, weight in one.weights.items():
+            ranking.forms[form] = max(ranking.forms.get(form, 0.0), weight)
     if mode == "hybrid":
         ranking.evidence = {
             "best_coverage": round(max((c.coverage for c in ranked), default=0.0), 6),

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from memdir.index.base import ChunkRow
 from memdir.markdown.chunking import SENTENCE_ENDS
 from memdir.markdown.structure import PACK_TOKENS, block_spans, heading_title, split_context
-from memdir.search.terms import chunk_tokens, needs_segmentation
+from memdir.search.answers import Slot, answer_lines
+from memdir.search.terms import found_tokens
 from memdir.search.types import Candidate, LinesOf, SearchResult
 from memdir.text import estimate_tokens
 
@@ -24,11 +25,10 @@ def make_snippet(text: str, weights: Mapping[str, float], limit: int) -> str:
     if len(text) <= limit:
         return text
     lines = text.split("\n")
-    segment = needs_segmentation(weights)
     # Each line's distinct terms in first-seen order: a sum over a set would add the floats in
     # an order that depends on PYTHONHASHSEED, and a tie between windows would go either way.
     line_weights = [
-        sum(weights.get(t, 0.0) for t in dict.fromkeys(chunk_tokens(line, segment)))
+        sum(weights.get(t, 0.0) for t in dict.fromkeys(found_tokens(line, weights)))
         for line in lines
     ]
     best_start, best_weight = 0, -1.0
@@ -51,6 +51,7 @@ def place_results(
     budget: int,
     lines_of: LinesOf | None = None,
     tight: Callable[[str], bool] | None = None,
+    slot: Slot | None = None,
 ) -> list[SearchResult]:
     """Turn ranked chunks into at most ``k`` results that never repeat a line.
 
@@ -65,7 +66,10 @@ def place_results(
     file for which ``tight(path)`` is true (a structured note: one list item or paragraph a
     chunk) is shown without its neighbours, with its headings as the result's ``context``;
     when it packs several blocks, only those holding the query's words are shown
-    (:func:`_matching_blocks`).
+    (:func:`_matching_blocks`). Any other result (a window of a daily log, a session
+    archive) cites the lines of its snippet that answer
+    (:func:`~memdir.search.answers.answer_lines`, with ``slot``, what the question asks for),
+    and shows the window around them.
     """
     shown: dict[str, dict[int, list[str]]] = {}
     files: dict[str, Sequence[str] | None] = {}
@@ -121,6 +125,8 @@ def place_results(
             if aligned and chunk_lines[i] not in taken.get(first + i, ()):
                 taken.setdefault(first + i, []).append(chunk_lines[i])
         result = _to_result(cand, start, end, snippet)
+        if not (tight is not None and tight(chunk.path)):
+            _cite_answer(result, weights, slot)
         result.context = " › ".join(heading_title(line) for line in context)
         out.append(result)
         shown_as[f"{chunk.path}#L{chunk.start_line}-L{chunk.end_line}"] = result.citation
@@ -145,11 +151,10 @@ def _matching_blocks(
     ]
     if len(spans) < 2:
         return run
-    segment = needs_segmentation(weights)
     held = [
         sum(
             weights.get(t, 0.0)
-            for t in dict.fromkeys(chunk_tokens("\n".join(lines[a : b + 1]), segment))
+            for t in dict.fromkeys(found_tokens("\n".join(lines[a : b + 1]), weights))
         )
         for a, b in spans
     ]
@@ -271,6 +276,20 @@ def _around(
         ends = [m.end() for m in SENTENCE_ENDS.finditer(line, lo, pos)]
         lo = ends[0] if ends else lo
     return line[lo:hi]
+
+
+def _cite_answer(result: SearchResult, weights: Mapping[str, float], slot: Slot | None) -> None:
+    """Narrow ``result``'s citation to the lines of its window that answer (its snippet is
+    kept whole: the window is their context)."""
+    lines = result.snippet.split("\n")
+    if len(lines) < 2 or len(lines) != result.end_line - result.start_line + 1:
+        return
+    found = answer_lines(lines, weights, slot)
+    if found is None or found == (0, len(lines) - 1):
+        return
+    first, last = result.start_line + found[0], result.start_line + found[1]
+    result.citation = f"{result.path}#L{first}-L{last}"
+    result.explain["window"] = f"L{result.start_line}-L{result.end_line}"
 
 
 def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchResult:

@@ -15,8 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memdir.bridge import Bridge
 from memdir.config import SearchConfig
 from memdir.rerank.base import Reranker
+from memdir.search.across import Across
 from memdir.search.legs import QueryEmbeddings
 from memdir.search.relevance import Calibration
 from memdir.search.subqueries import split_query
@@ -58,6 +60,12 @@ class SearchPlan:
         embed_missing: embeds candidates that have no vector yet (None: estimated).
         tight: whether a file's results are shown without neighbouring lines (structured
             notes).
+        bridge: translates the query's words for the keyword leg (None: ``search.bridge``
+            is off).
+        across: what ranks notes of the other language by meaning (None: nothing does).
+        variants: the same question as the first part, written otherwise by the caller (a
+            translation, a paraphrase): searched with it as one question
+            (:mod:`memdir.search.variants`).
     """
 
     parts: tuple[str, ...]
@@ -74,6 +82,9 @@ class SearchPlan:
     lines_of: LinesOf | None = None
     embed_missing: EmbedMissing | None = None
     tight: Callable[[str], bool] | None = None
+    bridge: Bridge | None = None
+    across: Across | None = None
+    variants: tuple[str, ...] = ()
 
     @property
     def query(self) -> str:

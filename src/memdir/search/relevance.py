@@ -169,15 +169,29 @@ def calibration_for(embedder: Embedder | None) -> Calibration | None:
 
 
 def result_parts(
-    candidates: Sequence[Candidate], unknown: float, coverage: Mapping[int, float]
+    candidates: Sequence[Candidate],
+    unknown: float,
+    coverage: Mapping[int, float],
+    echoes: Mapping[int, Candidate] | None = None,
 ) -> list[dict[str, float]]:
-    """Each candidate's parts (:data:`FEATURES`) within this query's candidates."""
+    """Each candidate's parts (:data:`FEATURES`) within this query's candidates. ``echoes``
+    (an echo's ``seq`` → the candidate it repeats, :func:`memdir.search.echoes.find_echoes`):
+    a candidate's lead and text share are measured without its own echoes, which match the
+    query as well as it does because they repeat it."""
     vectors = sorted((c.vector for c in candidates if c.has_vector), reverse=True)
     best_text = max((c.text for c in candidates), default=0.0)
+    echoes = echoes or {}
+    repeated = {id(source) for source in echoes.values()}
     out = []
     for cand in candidates:
-        lead = 0.0
-        if cand.has_vector and len(vectors) > 1:
+        lead, best = 0.0, best_text
+        if id(cand) in repeated:
+            rest = [c for c in candidates if c is not cand and echoes.get(c.chunk.seq) is not cand]
+            best = max([cand.text, *(c.text for c in rest)])
+            others = [c.vector for c in rest if c.has_vector]
+            if cand.has_vector:
+                lead = cand.vector - max(others) if others else 0.0
+        elif cand.has_vector and len(vectors) > 1:
             other = vectors[1] if cand.vector >= vectors[0] else vectors[0]
             lead = cand.vector - other
         out.append(
@@ -185,7 +199,7 @@ def result_parts(
                 "vector": cand.vector,
                 "lead": lead,
                 "text": cand.text,
-                "text_share": cand.text / best_text if best_text > 0 else 0.0,
+                "text_share": cand.text / best if best > 0 else 0.0,
                 "coverage": coverage.get(cand.chunk.seq, 0.0),
                 "unknown": unknown,
             }
@@ -194,11 +208,15 @@ def result_parts(
 
 
 def set_parts(
-    candidates: Sequence[Candidate], unknown: float, coverage: Mapping[int, float]
+    candidates: Sequence[Candidate],
+    unknown: float,
+    coverage: Mapping[int, float],
+    echoes: Mapping[int, Candidate] | None = None,
 ) -> None:
     """Give each candidate its parts (``coverage`` and ``parts``; ``--explain`` shows them,
-    ``benchmarks/relevance.py`` fits on them)."""
-    for cand, parts in zip(candidates, result_parts(candidates, unknown, coverage), strict=True):
+    ``benchmarks/relevance.py`` fits on them); ``echoes`` as for :func:`result_parts`."""
+    parts_of = result_parts(candidates, unknown, coverage, echoes)
+    for cand, parts in zip(candidates, parts_of, strict=True):
         cand.coverage = parts["coverage"]
         cand.parts = {k: round(v, 6) for k, v in parts.items()}
 

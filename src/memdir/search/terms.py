@@ -9,7 +9,7 @@ same way, from here.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from memdir.text import has_cjk, index_tokens
@@ -25,22 +25,53 @@ def chunk_tokens(text: str, segment_cjk: bool = True) -> tuple[str, ...]:
 
 
 def needs_segmentation(terms: Iterable[str]) -> bool:
-    """Whether any of ``terms`` has CJK characters (only then must CJK text be segmented)."""
+    """Whether any of ``terms`` has CJK characters (only then must CJK text be segmented); for
+    :class:`TermWeights`, whether the query's own words have."""
+    if isinstance(terms, TermWeights):
+        return terms.segment
     return any(has_cjk(term) for term in terms)
 
 
-def term_weights(terms: Sequence[str], texts: Sequence[str]) -> dict[str, float]:
+class TermWeights(dict[str, float]):
+    """Term → weight, and whether text must be segmented to find them (``segment``): only
+    when the query's own words have CJK characters. The Chinese translations of an English
+    query's words (:mod:`memdir.bridge`) are then found as parts of the text's CJK runs
+    (:func:`found_tokens`), so that an English search never loads jieba."""
+
+    segment: bool = False
+
+
+def found_tokens(text: str, weights: Iterable[str]) -> tuple[str, ...]:
+    """The tokens of ``text`` to look the terms of ``weights`` up in: its index tokens,
+    segmented only when :func:`needs_segmentation`, plus each CJK term that an unsegmented
+    CJK run holds."""
+    segment = needs_segmentation(weights)
+    tokens = chunk_tokens(text, segment)
+    if segment:
+        return tokens
+    inside = tuple(t for t in weights if has_cjk(t) and t in text)
+    return tokens + inside if inside else tokens
+
+
+def term_weights(
+    terms: Sequence[str], texts: Sequence[str], scale: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """Weight each query term by its rarity among ``texts`` (the candidates): a term found in
-    every candidate tells the snippet little, a rare one a lot."""
+    every candidate tells the snippet little, a rare one a lot; times its ``scale`` when given
+    (a translation's weight, :mod:`memdir.bridge`)."""
+    out = TermWeights()
     if not terms:
-        return {}
-    segment = needs_segmentation(terms)
-    token_sets = [set(chunk_tokens(t, segment)) for t in texts]
+        return out
+    factor = scale or {}
+    out.segment = needs_segmentation(t for t in terms if factor.get(t, 1.0) >= 1.0)
+    probe = TermWeights(dict.fromkeys(terms, 1.0))
+    probe.segment = out.segment
+    token_sets = [set(found_tokens(t, probe)) for t in texts]
     n = len(token_sets)
-    return {
-        term: math.log(1.0 + (n + 1) / (sum(1 for ts in token_sets if term in ts) + 0.5))
-        for term in terms
-    }
+    for term in terms:
+        rarity = math.log(1.0 + (n + 1) / (sum(1 for ts in token_sets if term in ts) + 0.5))
+        out[term] = factor.get(term, 1.0) * rarity
+    return out
 
 
-__all__ = ["chunk_tokens", "needs_segmentation", "term_weights"]
+__all__ = ["TermWeights", "chunk_tokens", "found_tokens", "needs_segmentation", "term_weights"]

@@ -62,6 +62,9 @@ class Candidate:
     echo_of: str | None = None
     #: Its file changed in the last ``relevance.FRESH_SECONDS`` (just written).
     fresh: bool = False
+    #: The plain cosine of its vector leg, when :mod:`memdir.search.across` replaced ``vector``
+    #: by its similarity across languages (None: ``vector`` is the cosine).
+    cosine: float | None = None
 
 
 @dataclass
@@ -118,6 +121,8 @@ class SearchResponse:
     min_score: float | None = None
     #: Every query searched: the query, then the caller's further queries or its own parts.
     queries: list[str] = field(default_factory=list)
+    #: The query's variants searched with it as one question (a translation, a paraphrase).
+    variants: list[str] = field(default_factory=list)
     #: What the off-topic gate looked at (:func:`memdir.search.relevance.cut_off_topic`): the
     #: best candidate's term coverage and cosine (``--explain`` shows them).
     evidence: dict[str, float] = field(default_factory=dict)
@@ -132,6 +137,7 @@ class SearchResponse:
         return {
             "query": self.query,
             "queries": self.queries or [self.query],
+            **({"variants": self.variants} if self.variants else {}),
             "mode": self.mode,
             "legs": self.legs,
             "terms": self.terms,

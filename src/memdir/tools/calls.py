@@ -141,6 +141,7 @@ def _search(memory: Memory, args: Mapping[str, Any], via: str) -> dict[str, Any]
         [args["query"], *args.get("queries", [])],
         max_results=args.get("max_results"),
         min_score=args.get("min_score"),
+        variants=args.get("variants", ()),
     )
     return response.to_dict()
 

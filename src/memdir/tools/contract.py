@@ -50,8 +50,10 @@ SERVER_INSTRUCTIONS = (
     "memdir is the user's long-term memory: plain Markdown notes (MEMORY.md for curated facts, "
     "memory/YYYY-MM-DD.md daily logs, topic notes, skills). Before answering anything about "
     "prior work, decisions, dates, people, preferences or todos, call memory_search and cite "
-    "what you use (path#Lstart-Lend); read more with memory_get. When something worth keeping "
-    "comes up, save it with memory_write as one short, self-contained sentence."
+    "what you use (path#Lstart-Lend); read more with memory_get. Notes are often in Chinese, "
+    "English or both: give memory_search the question in the other language as well "
+    "(variants), whichever language the user wrote in. When something worth keeping comes "
+    "up, save it with memory_write as one short, self-contained sentence."
 )
 
 _PRIVATE_FILES = "MEMORY.md, daily logs memory/YYYY-MM-DD.md, memory/<topic>.md, skills/"
@@ -62,9 +64,11 @@ _SHARED_FILES = (
 _SEARCH = (
     "Search the user's long-term memory ({files}). Use it BEFORE answering about prior work, "
     "decisions, dates, people, preferences or todos, instead of guessing: a few keywords or a "
-    "short question, English or Chinese. Returns up to {max_results} snippets (max_results, "
-    "at most {cap}), best first, each with a citation path#Lstart-Lend to quote and {score}. "
-    "Read around a hit with memory_get."
+    "short question, English or Chinese. The notes often mix Chinese and English: pass the "
+    "question in the other language too, in variants (e.g. query 'When does the points "
+    "redesign launch?', variants ['积分改版什么时候上线？']). Returns up to {max_results} "
+    "snippets (max_results, at most {cap}), best first, each with a citation "
+    "path#Lstart-Lend to quote and {score}. Read around a hit with memory_get."
 )
 _GET = (
     "Read a memory file, or some of its lines, usually around a memory_search hit ({files}; "
@@ -196,6 +200,14 @@ def memory_tools(
             "about; every query gets some of the results.",
             items={"type": "string", "maxLength": MAX_QUERY_CHARS},
             maxItems=MAX_QUERIES - 1,
+        ),
+        "variants": _arg(
+            "array",
+            "The same question written otherwise, searched with it as one question: add the "
+            "question translated into the other language (English or Chinese) when the notes "
+            "may be written in it, or a paraphrase with the words the notes would use.",
+            items={"type": "string", "maxLength": MAX_QUERY_CHARS},
+            maxItems=MAX_QUERIES,
         ),
         "max_results": _arg(
             "integer",

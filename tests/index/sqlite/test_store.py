@@ -32,6 +32,7 @@ def _real_counts(store: SqliteStore) -> dict[str, int]:
             "SELECT count(*) FROM chunks WHERE vector IS NULL AND embeddable = 1"
         ),
         "cached_embeddings": one("SELECT count(*) FROM embeddings"),
+        "companion_codes": one("SELECT count(*) FROM companion"),
     }
 
 

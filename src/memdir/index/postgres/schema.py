@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from memdir.errors import IndexStoreError
 from memdir.extras import install_hint
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The meaning of the stored rows, part of the index identity: bump it when a migration changes
 #: what is stored (every workspace is then rebuilt), not when it only adds an index.
 DATA_VERSION = 1
@@ -120,6 +120,16 @@ MIGRATIONS: tuple[str, ...] = (
     # 2: the shortest chunks first, for keyword candidates of common terms
     """
     CREATE INDEX memdir_chunks_by_length ON memdir_chunks (workspace_id, token_count, seq)
+    """,
+    # 3: the companion model's codes (issue 34), by text hash like the embedding cache
+    """
+    CREATE TABLE memdir_companion (
+        workspace_id text COLLATE "C" NOT NULL,
+        model        text COLLATE "C" NOT NULL,
+        hash         text COLLATE "C" NOT NULL,
+        code         bytea NOT NULL,
+        PRIMARY KEY (workspace_id, model, hash)
+    )
     """,
 )
 

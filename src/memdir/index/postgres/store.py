@@ -14,6 +14,7 @@ import numpy as np
 
 from memdir.embeddings.base import Vectors
 from memdir.index.base import ChunkRow, FileRow, NewChunk
+from memdir.index.postgres.companion import PostgresCompanion
 from memdir.index.postgres.fts import SCAN_CAP, PostgresKeywordSearch  # noqa: F401
 from memdir.index.postgres.schema import advisory_key, connect
 from memdir.index.postgres.vectors import (  # noqa: F401
@@ -55,7 +56,7 @@ def _pg_text(text: str) -> str:
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
-class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
+class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompanion):
     """One workspace's index in a PostgreSQL database.
 
     Args:
@@ -415,10 +416,18 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
             "(SELECT count(*) FROM memdir_chunks c WHERE c.workspace_id = %(ws)s "
             " AND c.embeddable AND NOT EXISTS "
             " (SELECT 1 FROM memdir_vectors v WHERE v.seq = c.seq)), "
-            "(SELECT count(*) FROM memdir_embedding_cache WHERE workspace_id = %(ws)s)",
+            "(SELECT count(*) FROM memdir_embedding_cache WHERE workspace_id = %(ws)s), "
+            "(SELECT count(*) FROM memdir_companion WHERE workspace_id = %(ws)s)",
             {"ws": self.workspace_id},
         )
-        keys = ("files", "chunks", "vectors", "pending_vectors", "cached_embeddings")
+        keys = (
+            "files",
+            "chunks",
+            "vectors",
+            "pending_vectors",
+            "cached_embeddings",
+            "companion_codes",
+        )
         return {key: int(value) for key, value in zip(keys, row, strict=True)}
 
     def file_mtimes(self, *, source: str) -> dict[str, float]:
@@ -502,9 +511,8 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch):
         """Delete every row of this workspace, its embedding cache included."""
         with self.write() as conn:
             self.clear()
-            conn.execute(
-                "DELETE FROM memdir_embedding_cache WHERE workspace_id = %s", (self.workspace_id,)
-            )
+            for table in ("memdir_embedding_cache", "memdir_companion"):
+                conn.execute(f"DELETE FROM {table} WHERE workspace_id = %s", (self.workspace_id,))
         self.conn.execute(
             "DELETE FROM memdir_workspaces WHERE workspace_id = %s", (self.workspace_id,)
         )

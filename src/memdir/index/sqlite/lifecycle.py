@@ -44,7 +44,7 @@ from memdir.fileio import DISK_FULL, pid_alive
 from memdir.index.base import IndexBackend, LifecycleOptions
 from memdir.index.sqlite.ann import AnnVectorSearch
 from memdir.index.sqlite.salvage import read_cache, salvage_cache, write_cache
-from memdir.index.sqlite.schema import SCHEMA_VERSION
+from memdir.index.sqlite.schema import DATA_VERSION
 from memdir.index.sqlite.store import SqliteStore
 from memdir.index.sqlite.vectors import SqliteVectorSearch, create_vector_search
 
@@ -64,7 +64,7 @@ class SqliteLifecycle:
     :class:`~memdir.index.base.IndexLifecycle`."""
 
     backend = "sqlite"
-    schema_version = SCHEMA_VERSION
+    schema_version = DATA_VERSION  # what the identity records (see DATA_VERSION)
 
     def __init__(self, options: LifecycleOptions) -> None:
         self.notes = options.notes

@@ -25,6 +25,8 @@ class CacheRows:
 
     models: list[tuple[int, str, str, str, int, bytes | None]] = field(default_factory=list)
     vectors: list[tuple[int | None, int, bytes, bytes]] = field(default_factory=list)
+    #: The companion model's codes ``(model id, hash, code)`` (schema 3).
+    companion: list[tuple[int, bytes, bytes]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -39,6 +41,7 @@ def read_cache(conn: sqlite3.Connection) -> CacheRows:
     return CacheRows(
         conn.execute(f"SELECT {_MODEL_COLUMNS} FROM embedding_models").fetchall(),
         conn.execute("SELECT id, model, hash, vector FROM embeddings").fetchall(),
+        conn.execute("SELECT model, hash, code FROM companion").fetchall(),
     )
 
 
@@ -57,11 +60,17 @@ def write_cache(conn: sqlite3.Connection, rows: CacheRows) -> None:
         rows.vectors,
     )
     added = conn.total_changes - before
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES ('count:embeddings', ?) ON CONFLICT(key) "
-        "DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value",
-        (added,),
+    before = conn.total_changes
+    conn.executemany(
+        "INSERT OR IGNORE INTO companion(model, hash, code) VALUES (?, ?, ?)", rows.companion
     )
+    coded = conn.total_changes - before
+    for name, count in (("embeddings", added), ("companion", coded)):
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value",
+            (f"count:{name}", count),
+        )
 
 
 def salvage_cache(path: Path, batch: int = 256) -> CacheRows:
@@ -86,6 +95,8 @@ def salvage_cache(path: Path, batch: int = 256) -> CacheRows:
                         (low, low + batch),
                     ).fetchall()
                 )
+        with contextlib.suppress(sqlite3.Error):  # codes are cheap to make again
+            rows.companion = conn.execute("SELECT model, hash, code FROM companion").fetchall()
     finally:
         conn.close()
     return rows

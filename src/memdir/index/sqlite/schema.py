@@ -17,6 +17,8 @@ of migration 2:
   fts5vocab table (document frequencies).
 - ``embedding_models`` and ``embeddings``: every vector once, keyed by (model, text hash): the
   embedding cache and the index's vectors in one table (:mod:`memdir.index.sqlite.codec`).
+- ``companion`` (migration 3): the companion model's code of each chunk text, keyed by (model
+  row, text hash) like the cache (:mod:`memdir.index.sqlite.companion`).
 """
 
 from __future__ import annotations
@@ -83,9 +85,24 @@ MIGRATIONS: tuple[Migration, ...] = (
     """,
     # 2: vectors stored once (issue 17); see _migrate_2.
     lambda conn: _migrate_2(conn),
+    # 3: the companion model's codes (issue 34), by model row and text hash, as the embedding
+    # cache keeps vectors (memdir.index.sqlite.companion).
+    """
+    CREATE TABLE companion (
+        model INTEGER NOT NULL,
+        hash  BLOB NOT NULL,
+        code  BLOB NOT NULL,
+        PRIMARY KEY (model, hash)
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO meta(key, value) VALUES ('count:companion', '0');
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The meaning of the stored rows, part of the index identity (a change rebuilds every index):
+#: bumped by a migration that changes what is stored, not by one that only adds a table
+#: (migration 3 adds the companion codes, which fill in as chunks are embedded).
+DATA_VERSION = 2
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -108,7 +125,7 @@ def migrate(conn: sqlite3.Connection) -> int:
 CENTRE_AFTER = 64
 
 #: Meta keys of the counters every write keeps in step (``memdir status``, BM25's statistics).
-COUNTERS = ("files", "chunks", "tokens", "vectors", "pending", "embeddings")
+COUNTERS = ("files", "chunks", "tokens", "vectors", "pending", "embeddings", "companion")
 
 _V2_TABLES = """
     DROP TABLE vectors;

@@ -24,7 +24,7 @@ from memdir.index.base import (
     NewChunk,
 )
 from memdir.index.sqlite.bodies import BodyCache, chunk_text, file_body
-from memdir.index.sqlite.embeddings import SqliteEmbeddings
+from memdir.index.sqlite.companion import SqliteCompanion
 from memdir.index.sqlite.fts import SqliteKeywordSearch, deflate_text, inflate_text
 from memdir.index.sqlite.meta import BUSY_TIMEOUT_S, LINK_LOG
 from memdir.index.sqlite.schema import hash_key, hash_text, migrate
@@ -43,7 +43,7 @@ def connect(path: Path) -> sqlite3.Connection:
     return open_wal(path, timeout=BUSY_TIMEOUT_S, migrate=migrate, foreign_keys=True)
 
 
-class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
+class SqliteStore(SqliteKeywordSearch, SqliteCompanion):
     """Files, chunks, keyword index, vectors (the embedding cache) and meta in one SQLite
     database. Implements :class:`memdir.index.base.IndexBackend`.
 
@@ -323,6 +323,7 @@ class SqliteStore(SqliteKeywordSearch, SqliteEmbeddings):
             "vectors": self.counter("vectors"),
             "pending_vectors": self.counter("pending"),
             "cached_embeddings": self.counter("embeddings"),
+            "companion_codes": self.counter("companion"),
         }
 
     def file_mtimes(self, *, source: str) -> dict[str, float]:
