@@ -1,20 +1,31 @@
 """The service's routes, every one behind the Host and token checks (:class:`Guard`).
 
+On the Unix socket (only its user can connect: docs/design.md#the-per-user-service):
+
 - ``POST /v1/cli``: a thin client's command (:mod:`memdir.service.commands`); 409 with the
   reason when the service declines it (the client then runs it itself);
+- ``POST /v1/ui?workspace=ABS&port=N[&writable=1]``: the inspector (``memdir ui``) of the warm
+  workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding;
+- ``POST /v1/shutdown``.
+
+On the Unix socket and on 127.0.0.1 (TCP, what Claude Code reaches):
+
 - ``POST /v1/hooks/claude-code/<event>?workspace=ABS``: Claude Code's HTTP hooks
   (``user-prompt-submit``, ``pre-compact``, ``session-end``, ``session-start``): the hook's JSON
   in, the reply Claude Code reads out (an empty body: nothing to add), as ``memdir hook``;
 - ``/mcp?workspace=ABS[&scope=shared]``: the MCP server over streamable HTTP, the tools of
   ``memdir serve`` on the warm workspace;
-- ``POST /v1/ui?workspace=ABS&port=N[&writable=1]``: the inspector (``memdir ui``) of the warm
-  workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding;
-- ``GET /v1/health``: version, pid and the served workspaces; ``POST /v1/shutdown``.
+- ``GET /v1/health``: version, pid and the served workspaces.
+
+The TCP port has its own router without the socket's routes (404 there, whatever the path
+looks like): a command run for a client may read any file its user can (``hook session-end``
+archives the transcript it names), which only the user's own processes may ask for.
 
 A workspace is one the service can open: an absolute path to an existing folder; its private
 files follow the scope, as over stdio. The guard refuses a request whose Host is not the
 loopback address and port the service listens on (a web page cannot reach it by DNS rebinding)
-or that lacks ``Authorization: Bearer <token>``.
+or that lacks ``Authorization: Bearer <token>``, the token its file holds now
+(:class:`~memdir.service.state.TokenFile`: a rotated token works at once, the old one no more).
 """
 
 from __future__ import annotations
@@ -57,9 +68,17 @@ class Guard:
     """Refuses what is not for this service: a Host other than the loopback address and port
     it listens on, a missing or wrong bearer token, anything but HTTP."""
 
-    def __init__(self, app: ASGIApp, *, token: str, port: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: Callable[[], str],
+        port: Callable[[], int],
+        tcp_app: ASGIApp | None = None,
+    ) -> None:
         self.app = app
-        self.token = token.encode("ascii")
+        self.tcp_app = tcp_app if tcp_app is not None else app
+        self.token = token
         self.port = port
         #: The app's shared state; ``state["stop"]`` stops the server (set by its runner).
         self.state: dict[str, Any] = {}
@@ -74,16 +93,18 @@ class Guard:
         port = self.port()
         hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         server = scope.get("server")
-        local_socket = server is None or server[1] is None  # the Unix socket: no browser there
+        # The Unix socket has a path and no port (uvicorn); anything else counts as TCP.
+        local_socket = server is not None and server[1] is None
         if not local_socket and headers.get(b"host") not in hosts:
             await PlainTextResponse("wrong Host", status_code=421)(scope, receive, send)
             return
+        token = self.token().encode("ascii", "replace")
         given = headers.get(b"authorization", b"")
-        if not hmac.compare_digest(given, b"Bearer " + self.token):
+        if not token or not hmac.compare_digest(given, b"Bearer " + token):
             answer = PlainTextResponse("a bearer token is required", status_code=401)
             await answer(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await (self.app if local_socket else self.tcp_app)(scope, receive, send)
 
 
 class MCPEndpoint:
@@ -132,14 +153,14 @@ async def _run_manager(manager: Any, *, task_status: Any) -> None:
 
 
 def create_app(
-    pool: Pool, *, token: str, port: Callable[[], int], exit_when_idle: bool = False
+    pool: Pool, *, token: Callable[[], str], port: Callable[[], int], exit_when_idle: bool = False
 ) -> Guard:
     """The service as an ASGI app (see the module's docstring); set ``app.state["stop"]`` to
     what stops the server.
 
     Args:
         pool: the warm workspaces.
-        token: the bearer token every request must carry.
+        token: the bearer token every request must carry, as it is now.
         port: the port the service listens on (known once bound).
         exit_when_idle: stop once no workspace was used for ``pool.idle_s`` (a service
             started on demand).
@@ -212,19 +233,22 @@ def create_app(
         text = await anyio.to_thread.run_sync(run)
         return Response(text, media_type="application/json")
 
+    shared = [
+        Route("/v1/health", health, methods=["GET"]),
+        Route("/v1/hooks/claude-code/{event}", hook, methods=["POST"]),
+        Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
+    ]
+    socket_only = [
+        Route("/v1/shutdown", shutdown, methods=["POST"]),
+        Route("/v1/ui", ui, methods=["POST"]),
+        Route("/v1/cli", cli, methods=["POST"]),
+    ]
+    handlers = {TooLarge: _too_large}
     app = Starlette(
-        routes=[
-            Route("/v1/health", health, methods=["GET"]),
-            Route("/v1/shutdown", shutdown, methods=["POST"]),
-            Route("/v1/ui", ui, methods=["POST"]),
-            Route("/v1/cli", cli, methods=["POST"]),
-            Route("/v1/hooks/claude-code/{event}", hook, methods=["POST"]),
-            Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
-        ],
-        lifespan=lifespan,
-        exception_handlers={TooLarge: _too_large},
+        routes=[*shared, *socket_only], lifespan=lifespan, exception_handlers=handlers
     )
-    guard = Guard(app, token=token, port=port)
+    tcp_app = Starlette(routes=shared, exception_handlers=handlers)
+    guard = Guard(app, token=token, port=port, tcp_app=tcp_app)
     guard.state = state
     return guard
 

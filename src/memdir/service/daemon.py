@@ -61,12 +61,15 @@ def run(
         where = f" (pid {running.pid}, port {running.port})" if running else ""
         raise MemdirError(f"a memdir service already runs for {home}{where}") from None
     try:
-        token = files.token(home)
+        files.token(home)  # made now if there is none; requests check the file as it is then
         sock = bind("127.0.0.1", settings.port if port is None else port)
         bound = sock.getsockname()[1]
         local = files.bind_socket(home)
         pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
-        app = create_app(pool, token=token, port=lambda: bound, exit_when_idle=exit_when_idle)
+        token = files.TokenFile(home)
+        app = create_app(
+            pool, token=token.current, port=lambda: bound, exit_when_idle=exit_when_idle
+        )
         config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
         server = _server_class()(config)
         app.state["stop"] = lambda: setattr(server, "should_exit", True)
@@ -129,13 +132,23 @@ def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dic
     found = health()
     if found is not None:
         return found
-    log_path = _spawn(exit_when_idle=exit_when_idle)
+    # A service that holds the lock is starting, or runs and does not answer: a second one
+    # would only find the lock taken, so wait for the first.
+    held = files.service_running()
+    log_path = files.folder() / files.LOG_FILE if held else _spawn(exit_when_idle=exit_when_idle)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         time.sleep(0.1)
         found = health()
         if found is not None:
             return found
+    if held:
+        running = files.read_state()
+        who = f" (pid {running.pid})" if running else ""
+        raise MemdirError(
+            f"a memdir service runs{who} but did not answer within {wait:.0f} s: see "
+            f"{log_path}; `memdir daemon stop`, then start it again"
+        )
     raise MemdirError(f"the memdir service did not start within {wait:.0f} s: see {log_path}")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import socket
@@ -36,6 +37,8 @@ from memdir.service.protocol import (
     read_endpoint,
     socket_path,
 )
+
+log = logging.getLogger("memdir.service")
 
 LOCK_FILE = "service.lock"
 LOG_FILE = "service.log"
@@ -135,6 +138,39 @@ def token(home: Path | None = None, *, rotate: bool = False) -> str:
     except OSError as exc:
         raise MemdirError(f"cannot write the service token {path}: {exc.strerror}") from exc
     return _read_token(path)
+
+
+class TokenFile:
+    """The token as its file holds it now, for the running service: read again whenever the
+    file changes (``memdir daemon token --rotate`` while the service runs), so the new token
+    works at once and the old one stops working (docs/design.md#the-per-user-service).
+
+    A token file that is gone or refused (others can read it, not a regular file) lets no
+    request in until it is put right; the refusal is logged once per change.
+    """
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.path = folder(home) / TOKEN_FILE
+        self._seen: tuple[int, int, int, int] | None = None
+        self._value = ""
+
+    def current(self) -> str:
+        """The token now ("" when there is none that can be used: nothing matches it)."""
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            seen = None
+        else:
+            seen = (info.st_ino, info.st_mtime_ns, info.st_size, info.st_mode)
+        if seen is None or seen != self._seen:
+            try:
+                self._value = _read_token(self.path)
+            except (OSError, MemdirError) as exc:
+                if self._value or self._seen != seen:
+                    log.warning("memdir service: no usable token, every request refused: %s", exc)
+                self._value = ""
+            self._seen = seen
+        return self._value
 
 
 def _read_token(path: Path) -> str:
