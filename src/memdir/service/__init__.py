@@ -4,6 +4,7 @@ and answers Claude Code's HTTP hooks, MCP over streamable HTTP and the thin-clie
 (:mod:`memdir.client`) on 127.0.0.1 with a per-user token. docs/design.md#the-per-user-service.
 
 - :mod:`~memdir.service.state`: its files under ``$MEMDIR_HOME/service/`` (port, pid, token).
+- :mod:`~memdir.service.unix_socket`: its Unix socket, in a folder only its user can create.
 - :mod:`~memdir.service.pool`: the warm workspaces, closed when idle.
 - :mod:`~memdir.service.capture`: per-request stdin, stdout and stderr for commands.
 - :mod:`~memdir.service.commands`: a client's ``memdir search|get|remember|status|hook``.

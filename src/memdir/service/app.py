@@ -244,9 +244,7 @@ def create_app(
         Route("/v1/cli", cli, methods=["POST"]),
     ]
     handlers = {TooLarge: _too_large}
-    app = Starlette(
-        routes=[*shared, *socket_only], lifespan=lifespan, exception_handlers=handlers
-    )
+    app = Starlette(routes=[*shared, *socket_only], lifespan=lifespan, exception_handlers=handlers)
     tcp_app = Starlette(routes=shared, exception_handlers=handlers)
     guard = Guard(app, token=token, port=port, tcp_app=tcp_app)
     guard.state = state

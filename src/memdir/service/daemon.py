@@ -27,6 +27,7 @@ from memdir import __version__
 from memdir.config import load_config, memdir_home
 from memdir.errors import MemdirError
 from memdir.service import state as files
+from memdir.service import unix_socket
 from memdir.service.protocol import post
 
 log = logging.getLogger("memdir.service")
@@ -64,7 +65,7 @@ def run(
         files.token(home)  # made now if there is none; requests check the file as it is then
         sock = bind("127.0.0.1", settings.port if port is None else port)
         bound = sock.getsockname()[1]
-        local = files.bind_socket(home)
+        local = unix_socket.bind(home)
         pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
         token = files.TokenFile(home)
         app = create_app(
@@ -74,16 +75,16 @@ def run(
         server = _server_class()(config)
         app.state["stop"] = lambda: setattr(server, "should_exit", True)
         started = datetime.now(UTC).isoformat(timespec="seconds")
-        files.write_state(files.ServiceState(bound, os.getpid(), __version__, started), home)
+        running = files.ServiceState(bound, os.getpid(), __version__, started, str(local.path))
+        files.write_state(running, home)
         log.warning(
             "memdir service %s listening on 127.0.0.1:%s (pid %s)", __version__, bound, os.getpid()
         )
         try:
-            server.run(sockets=[sock, local])
+            server.run(sockets=[sock, local.sock])
         finally:
             files.clear_state(os.getpid(), home)
-            with contextlib.suppress(OSError):
-                os.unlink(local.getsockname())
+            local.remove()
     finally:
         lock.release()
 

@@ -72,17 +72,10 @@ def command_of(argv: list[str]) -> str | None:
 
 
 def socket_path(home: str | None = None) -> str:
-    """The service's Unix socket: ``$MEMDIR_HOME/service/service.sock``, or, when that path is
-    too long for a socket address (over 100 bytes), one named after it in a private folder
-    ``/tmp/memdir-<uid>/``."""
-    folder = service_dir(home)
-    path = os.path.join(folder, SOCKET_FILE)
-    if len(path.encode("utf-8", "surrogateescape")) <= 100:
-        return path
-    import hashlib
-
-    digest = hashlib.sha256(os.path.abspath(folder).encode("utf-8", "surrogateescape"))
-    return os.path.join(f"/tmp/memdir-{os.getuid()}", digest.hexdigest()[:16] + ".sock")
+    """Where the service's Unix socket is when ``service.json`` does not say:
+    ``$MEMDIR_HOME/service/service.sock`` (:mod:`memdir.service.unix_socket` chooses another
+    private folder when that path is too long or cannot be used, and writes it there)."""
+    return os.path.join(service_dir(home), SOCKET_FILE)
 
 
 def read_endpoint(home: str | None = None) -> tuple[str, str] | None:
@@ -94,13 +87,16 @@ def read_endpoint(home: str | None = None) -> tuple[str, str] | None:
     token = _read_private(os.path.join(folder, TOKEN_FILE), 256)
     if state is None or token is None or not _alive(_number_in(state, b'"pid":')):
         return None
-    sock = socket_path(home)
+    sock = _string_in(state, b'"socket":') or socket_path(home)
     try:
         info = os.lstat(sock)
+        where = os.lstat(os.path.dirname(sock))
     except OSError:
         return None
     if info.st_uid != os.getuid() or (info.st_mode & 0o170000) != 0o140000:
         return None
+    if where.st_uid != os.getuid() or (where.st_mode & 0o170077) != 0o040000:
+        return None  # not a private folder of ours (0700, not a link): it could be swapped
     value = token.decode("ascii", "replace").strip()
     return (sock, value) if value else None
 
@@ -132,6 +128,28 @@ def _alive(pid: int | None) -> bool:
     except PermissionError:
         return False  # another user's process: not our service
     return True
+
+
+def _string_in(state: bytes, key: bytes) -> str | None:
+    """The ``"key": "…"`` of the state file, written by ``json.dumps`` (ASCII, with JSON's
+    escapes), read without json (see the module's docstring)."""
+    at = state.find(key)
+    if at < 0:
+        return None
+    rest = state[at + len(key) :].lstrip()
+    if not rest.startswith(b'"'):
+        return None
+    end = 1
+    while end < len(rest) and rest[end] != 0x22:  # the closing quote, not an escaped one
+        end += 2 if rest[end] == 0x5C else 1
+    if end >= len(rest):
+        return None
+    try:
+        text = rest[1:end].decode("ascii").encode("ascii").decode("unicode_escape")
+        # \ud83d\ude00 pairs joined; a lone surrogate kept (a name that is not UTF-8).
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    except UnicodeError:
+        return None
 
 
 def _number_in(state: bytes, key: bytes) -> int | None:

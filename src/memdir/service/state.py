@@ -1,7 +1,7 @@
 """The service's files under ``$MEMDIR_HOME/service/``: who runs, where, with which token.
 
-- ``service.json``: ``{"port", "pid", "version", "started"}`` of the running service, written
-  once it listens and removed when it stops (a stale one, its pid gone, is ignored);
+- ``service.json``: ``{"port", "pid", "version", "started", "socket"}`` of the running service,
+  written once it listens and removed when it stops (a stale one, its pid gone, is ignored);
 - ``token``: the per-user secret every request must carry (``Authorization: Bearer …``), mode
   0600, made once and kept (Claude Code's settings name it), new with ``memdir daemon token
   --rotate``;
@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import secrets
-import socket
 import stat
 import tempfile
 from dataclasses import asdict, dataclass
@@ -30,13 +29,7 @@ from filelock import FileLock, Timeout
 from memdir.config import memdir_home
 from memdir.errors import MemdirError
 from memdir.fileio import atomic_write
-from memdir.service.protocol import (
-    SERVICE_DIR,
-    STATE_FILE,
-    TOKEN_FILE,
-    read_endpoint,
-    socket_path,
-)
+from memdir.service.protocol import SERVICE_DIR, STATE_FILE, TOKEN_FILE, read_endpoint
 
 log = logging.getLogger("memdir.service")
 
@@ -57,6 +50,8 @@ class ServiceState:
     pid: int
     version: str
     started: str
+    #: Its Unix socket (:mod:`memdir.service.unix_socket`); "" from a service before issue 35.
+    socket: str = ""
 
     def alive(self) -> bool:
         """Whether its process still exists (it may be another user's reused pid: the token
@@ -94,6 +89,7 @@ def read_state(home: Path | None = None) -> ServiceState | None:
             pid=int(data["pid"]),
             version=str(data["version"]),
             started=str(data["started"]),
+            socket=str(data.get("socket", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -215,33 +211,3 @@ def runs_memdir_service(pid: int) -> bool:
     except OSError:
         return False
     return b"daemon" in command and b"run" in command
-
-
-def bind_socket(home: Path | None = None) -> socket.socket:
-    """The service's Unix socket (:func:`memdir.service.protocol.socket_path`), bound, mode
-    0600, in a folder only this user can enter (a stale socket of ours is replaced).
-
-    Raises:
-        MemdirError: the folder is not ours and private, or the socket cannot be bound.
-    """
-    path = Path(socket_path(str(home) if home is not None else None))
-    parent = path.parent
-    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = parent.lstat()
-    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise MemdirError(f"{parent} is not a private folder of yours: the service needs one")
-    with contextlib.suppress(FileNotFoundError):
-        old = path.lstat()
-        if not stat.S_ISSOCK(old.st_mode) or old.st_uid != os.getuid():
-            raise MemdirError(f"{path} is in the way of the service's socket: remove it")
-        path.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(str(path))
-        os.chmod(path, 0o600)
-        sock.listen(64)
-    except OSError as exc:
-        sock.close()
-        raise MemdirError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
-    sock.set_inheritable(True)
-    return sock
