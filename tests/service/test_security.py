@@ -133,3 +133,47 @@ def test_start_waits_for_a_service_that_holds_the_lock_instead_of_starting_anoth
     assert done.returncode == 1
     assert f"a memdir service runs (pid {service.process.pid})".encode() in done.stderr
     assert b"memdir daemon stop" in done.stderr
+
+
+def test_a_home_folder_is_not_served_as_a_workspace(tmp_path: Path) -> None:
+    """The probe: ``/mcp?workspace=<a home>`` made index files inside that home's ``.memdir``
+    (memdir's own home); now the MCP and hook routes refuse it with the reason, and nothing is
+    made there."""
+    home = tmp_path / "home" / "ann"
+    state = home / ".memdir"
+    state.mkdir(parents=True)
+    (state / "config.toml").write_text('[embedding]\nprovider = "fake"\n')
+    (home / "todo.txt").write_text("buy milk\n")
+    running = start_service(state, HOME=str(home))
+    try:
+        before = sorted(p for p in home.rglob("*") if "service" not in p.parts)
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "1"},
+            },
+        }
+        answer = httpx.post(
+            f"http://127.0.0.1:{running.port}/mcp?workspace={home}",
+            json=hello,
+            headers={
+                "Authorization": f"Bearer {running.token}",
+                "Accept": "application/json, text/event-stream",
+            },
+            timeout=60,
+        )
+        assert answer.status_code == 404 and "is a user's home folder" in answer.text
+        for where in (home, state):
+            hook = b'{"hook_event_name": "SessionStart", "session_id": "h"}'
+            path = f"/v1/hooks/claude-code/session-start?workspace={where}"
+            assert _tcp(running, "POST", path, hook) == 400, where
+        after = sorted(p for p in home.rglob("*") if "service" not in p.parts)
+        assert after == before
+        assert running.served() == []
+    finally:
+        running.process.terminate()
+        running.process.wait(timeout=20)

@@ -55,6 +55,7 @@ from memdir.mcp_server import build_server
 from memdir.service.commands import Declined, decode_request, run_command
 from memdir.service.pool import Pool, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
+from memdir.workspace import refuse_home_folder
 
 log = logging.getLogger("memdir.service")
 #: Seconds between looks for idle workspaces.
@@ -219,6 +220,10 @@ def create_app(
             return PlainTextResponse(f"unknown hook {event}", status_code=404)
         if not root or not Path(root).is_absolute():
             return PlainTextResponse("name the workspace: ?workspace=/absolute/path", 400)
+        try:
+            refuse_home_folder(Path(root))
+        except MemdirError as exc:  # a hook's own failures are notes; this one is the caller's
+            return PlainTextResponse(str(exc), status_code=400)
         raw = (await _body(request)).decode("utf-8", "replace")
         refused = _foreign_transcript(raw)
         if refused:
