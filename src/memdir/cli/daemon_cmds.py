@@ -83,8 +83,11 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         f"(pid {found.get('pid')}, since {running.started})"
     )
     served = found.get("served") or []
+    most = found.get("max_workspaces")
     if not served:
         out.print("no workspace open")
+    elif isinstance(served, list):
+        out.print(f"{len(served)} workspace(s) open" + (f" (at most {most})" if most else ""))
     for item in served if isinstance(served, list) else []:
         out.print(f"  {item['workspace']} ({item['scope']})", markup=False)
     _print_mcp_line(Path(ctx.obj))

@@ -53,7 +53,7 @@ from memdir.hooks.claude_code import EVENT_COMMANDS
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
 from memdir.mcp_server import build_server
 from memdir.service.commands import Declined, decode_request, run_command
-from memdir.service.pool import Pool, WarmWorkspace
+from memdir.service.pool import Pool, PoolFull, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
 from memdir.workspace import refuse_home_folder
 
@@ -128,11 +128,20 @@ class MCPEndpoint:
             return
         try:
             warm = await anyio.to_thread.run_sync(self.pool.get, Path(root), scope_name)
+        except PoolFull as exc:
+            await PlainTextResponse(str(exc), status_code=503)(scope, receive, send)
+            return
         except MemdirError as exc:
             await PlainTextResponse(str(exc), status_code=404)(scope, receive, send)
             return
+        finally:
+            _forget_closed(self.pool.take_closed())
         manager = await self._manager(warm)
-        await manager.handle_request(scope, receive, send)
+        try:
+            await manager.handle_request(scope, receive, send)
+        finally:
+            if warm.closed:  # closed meanwhile (the least recently used): its server goes too
+                _forget_closed([warm])
 
     async def _manager(self, warm: WarmWorkspace) -> Any:
         async with self._starting:
@@ -193,7 +202,14 @@ def create_app(
 
     async def health(request: Request) -> Response:
         served = [{"workspace": str(w.root), "scope": w.scope} for w in pool.served()]
-        return JSONResponse({"version": __version__, "pid": os.getpid(), "served": served})
+        return JSONResponse(
+            {
+                "version": __version__,
+                "pid": os.getpid(),
+                "served": served,
+                "max_workspaces": pool.max_open,
+            }
+        )
 
     async def shutdown(request: Request) -> Response:
         state["stop"]()
@@ -350,8 +366,14 @@ async def _reap(pool: Pool, idle: Callable[[], None]) -> None:
     ``pool.idle_s``."""
     while True:
         await anyio.sleep(min(REAP_EVERY_S, pool.idle_s / 2))
-        for warm in await anyio.to_thread.run_sync(pool.close_idle):
-            if warm.mcp is not None:
-                warm.mcp[1].cancel()
+        _forget_closed(await anyio.to_thread.run_sync(pool.close_idle))
         if pool.idle_for() >= pool.idle_s:
             idle()
+
+
+def _forget_closed(closed: list[WarmWorkspace]) -> None:
+    """Stop the MCP servers of closed workspaces (on the event loop, where they run)."""
+    for warm in closed:
+        if warm.mcp is not None:
+            warm.mcp[1].cancel()
+            warm.mcp = None

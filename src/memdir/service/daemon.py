@@ -66,7 +66,10 @@ def run(
         sock = bind("127.0.0.1", settings.port if port is None else port)
         bound = sock.getsockname()[1]
         local = unix_socket.bind(home)
-        pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
+        pool = Pool(
+            idle_s=60.0 * (idle_minutes or settings.idle_minutes),
+            max_open=settings.max_workspaces,
+        )
         token = files.TokenFile(home)
         app = create_app(
             pool, token=token.current, port=lambda: bound, exit_when_idle=exit_when_idle
