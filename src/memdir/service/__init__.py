@@ -8,6 +8,7 @@ and answers Claude Code's HTTP hooks, MCP over streamable HTTP and the thin-clie
 - :mod:`~memdir.service.pool`: the warm workspaces, closed when idle.
 - :mod:`~memdir.service.capture`: per-request stdin, stdout and stderr for commands.
 - :mod:`~memdir.service.commands`: a client's ``memdir search|get|remember|status|hook``.
+- :mod:`~memdir.service.inspectors`: the inspectors ``memdir ui`` holds open.
 - :mod:`~memdir.service.app`: the routes, behind the Host and token checks.
 - :mod:`~memdir.service.daemon`: run, start in the background, stop, status.
 """

@@ -5,7 +5,9 @@ On the Unix socket (only its user can connect: docs/design.md#the-per-user-servi
 - ``POST /v1/cli``: a thin client's command (:mod:`memdir.service.commands`); 409 with the
   reason when the service declines it (the client then runs it itself);
 - ``POST /v1/ui?workspace=ABS&port=N[&writable=1]``: the inspector (``memdir ui``) of the warm
-  workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding;
+  workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding; its URL
+  with a one-time sign-in code, the answer held open while that ``memdir ui`` runs
+  (:mod:`memdir.service.inspectors`);
 - ``POST /v1/shutdown``.
 
 On the Unix socket and on 127.0.0.1 (TCP, what Claude Code reaches):
@@ -35,7 +37,7 @@ import hmac
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,7 @@ from memdir.hooks.claude_code import EVENT_COMMANDS
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
 from memdir.mcp_server import build_server
 from memdir.service.commands import Declined, decode_request, run_command
+from memdir.service.inspectors import Inspectors, UIEndpoint
 from memdir.service.pool import Pool, PoolFull, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
 from memdir.workspace import refuse_home_folder
@@ -175,30 +178,23 @@ def create_app(
         exit_when_idle: stop once no workspace was used for ``pool.idle_s`` (a service
             started on demand).
     """
-    state: dict[str, Any] = {"stop": lambda: None}
+    state: dict[str, Any] = {"stop": lambda: None, "stopping": lambda: False}
+    inspectors = Inspectors(pool, lambda: state["tasks"], lambda: state["stopping"]())
+
+    def idle() -> None:
+        if exit_when_idle and not inspectors.listed():  # a `memdir ui` still holds one
+            state["stop"]()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tasks:
             state["tasks"] = tasks
-            tasks.start_soon(_reap, pool, lambda: state["stop"]() if exit_when_idle else None)
+            tasks.start_soon(_reap, pool, idle)
             try:
                 yield
             finally:
                 tasks.cancel_scope.cancel()
         await anyio.to_thread.run_sync(pool.close)
-
-    async def ui(request: Request) -> Response:
-        root = request.query_params.get("workspace", "")
-        try:
-            port = int(request.query_params.get("port", "8765"))
-            warm = await anyio.to_thread.run_sync(pool.get, Path(root))
-            url = await _start_ui(
-                state, pool, warm, port, request.query_params.get("writable") == "1"
-            )
-        except (MemdirError, ValueError) as exc:
-            return PlainTextResponse(str(exc), status_code=409)
-        return JSONResponse({"url": url})
 
     async def health(request: Request) -> Response:
         served = [{"workspace": str(w.root), "scope": w.scope} for w in pool.served()]
@@ -208,6 +204,7 @@ def create_app(
                 "pid": os.getpid(),
                 "served": served,
                 "max_workspaces": pool.max_open,
+                "inspectors": inspectors.listed(),
             }
         )
 
@@ -261,7 +258,7 @@ def create_app(
     ]
     socket_only = [
         Route("/v1/shutdown", shutdown, methods=["POST"]),
-        Route("/v1/ui", ui, methods=["POST"]),
+        Route("/v1/ui", UIEndpoint(inspectors), methods=["POST"]),
         Route("/v1/cli", cli, methods=["POST"]),
     ]
     handlers = {TooLarge: _too_large}
@@ -270,45 +267,6 @@ def create_app(
     guard = Guard(app, token=token, port=port, tcp_app=tcp_app)
     guard.state = state
     return guard
-
-
-async def _start_ui(
-    state: dict[str, Any], pool: Pool, warm: WarmWorkspace, port: int, writable: bool
-) -> str:
-    """Serve the inspector of ``warm``'s workspace on 127.0.0.1:``port`` (once per workspace
-    and port); its URL.
-
-    Raises:
-        MemdirError: the port is taken by something else.
-    """
-    import uvicorn
-
-    from memdir.ui.app import create_app as create_ui
-    from memdir.ui.inspector import UIOptions
-    from memdir.ui.server import bind, loopback_hosts
-
-    running: dict[tuple[Path, int, bool], str] = state.setdefault("ui", {})
-    key = (warm.root, port, writable)
-    if key in running:
-        return running[key]
-    sock = bind("127.0.0.1", port)
-    bound = sock.getsockname()[1]
-    options = UIOptions(writable=writable, allowed_hosts=loopback_hosts("127.0.0.1"))
-    root, scope = warm.root, warm.scope
-    app = create_ui(warm.memory, options, lambda: pool.lend(root, scope))
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:  # the service's own handlers stay
-            yield
-
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", server_header=False
-    )
-    state["tasks"].start_soon(Server(config).serve, [sock])
-    url = f"http://127.0.0.1:{bound}/"
-    running[key] = url
-    return url
 
 
 def claude_projects() -> list[Path]:

@@ -77,6 +77,7 @@ def run(
         config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
         server = _server_class()(config)
         app.state["stop"] = lambda: setattr(server, "should_exit", True)
+        app.state["stopping"] = lambda: bool(server.should_exit)  # SIGTERM sets it too
         started = datetime.now(UTC).isoformat(timespec="seconds")
         running = files.ServiceState(bound, os.getpid(), __version__, started, str(local.path))
         files.write_state(running, home)

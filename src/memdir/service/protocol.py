@@ -13,6 +13,10 @@ here imports more than ``os`` (and ``_socket`` when a request is sent).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import _socket
 
 #: The commands the service runs for a client (their output does not depend on this process).
 SERVED = frozenset({"search", "get", "remember", "status", "hook"})
@@ -256,6 +260,73 @@ def post(
     finally:
         sock.close()
     return parse_response(b"".join(chunks))
+
+
+def post_and_hold(
+    sock_path: str, token: str, path: str, *, timeout: float = 60.0
+) -> tuple[int, bytes, _socket.socket | None]:
+    """``POST`` to ``path`` over the Unix socket and read the answer's first line, leaving the
+    connection open (``/v1/ui``: the service keeps the inspector while it is): the status, the
+    first line of the body (a refusal's whole body), and the open connection (None after a
+    refusal); the caller waits on it (``recv`` returns ``b""`` once the service lets go) and
+    closes it.
+
+    Raises:
+        OSError: no connection, a timeout, or an answer that is not HTTP.
+    """
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.connect(sock_path)
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: memdir\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Length: 0\r\n\r\n"
+        )
+        sock.sendall(head.encode("ascii"))
+        sock.settimeout(timeout)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += _received(sock)
+        status, _ = parse_response(data.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n")
+        if status != 200:
+            while chunk := sock.recv(65536):
+                data += chunk
+            sock.close()
+            return status, parse_response(data)[1], None
+        body = data.split(b"\r\n\r\n", 1)[1]
+        while b"\n" not in _unchunk_open(body):
+            body += _received(sock)
+        return status, _unchunk_open(body).split(b"\n", 1)[0], sock
+    except ValueError as exc:  # a chunk size that is not hex
+        sock.close()
+        raise OSError("the service's answer is not HTTP") from exc
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _received(sock: _socket.socket) -> bytes:
+    chunk = sock.recv(65536)
+    if not chunk:
+        raise OSError("the service closed the connection")
+    return chunk
+
+
+def _unchunk_open(data: bytes) -> bytes:
+    """The data of the complete chunks at the start of a chunked body still being sent."""
+    out = []
+    while True:
+        size_line, sep, rest = data.partition(b"\r\n")
+        if not sep:
+            break
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0 or len(rest) < size:
+            break
+        out.append(rest[:size])
+        data = rest[size + 2 :]
+    return b"".join(out)
 
 
 def parse_response(raw: bytes) -> tuple[int, bytes]:
