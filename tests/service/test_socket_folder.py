@@ -168,3 +168,24 @@ def test_another_user_making_the_folder_first_does_not_stop_the_service(tmp_path
         process.wait(timeout=30)
         shutil.rmtree(squat, ignore_errors=True)
     assert not folder.exists()  # removed when the service stopped
+
+
+def test_a_socket_path_with_any_characters_is_read_back(tmp_path: Path, isolated_env: Path) -> None:
+    """The thin client reads ``service.json``'s socket without json: quotes, backslashes,
+    non-ASCII and a name that is not UTF-8 come back as written."""
+    import socket
+
+    name = os.fsdecode(b'q "\\ \xc3\xbc \xe7\xac\x94 \xff')
+    folder = tmp_path / name
+    folder.mkdir(mode=0o700)
+    path = folder / "s.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        token = files.token()
+        files.write_state(files.ServiceState(1, os.getpid(), "0", "now", str(path)))
+        assert read_endpoint() == (str(path), token)
+        folder.chmod(0o755)  # a folder others may enter: not trusted
+        assert read_endpoint() is None
+    finally:
+        sock.close()

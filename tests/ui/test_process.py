@@ -4,7 +4,11 @@ URL it prints works, and its redirects stay on its origin."""
 from __future__ import annotations
 
 import os
+import pty
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -101,3 +105,37 @@ def test_a_real_server_redirects_on_its_own_origin(small_ws: Path) -> None:
         assert status == 303 and headers["location"] == "/search/"
     finally:
         stop_ui(ui)
+
+
+def test_enter_prints_another_sign_in_link(small_ws: Path) -> None:
+    """A standalone inspector on a terminal: each Enter prints a new one-time link."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memdir", "-w", str(small_ws), "ui", "--port", "0"],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "MEMDIR_SERVICE": "off"},
+    )
+    os.close(terminal)
+    assert process.stdout is not None
+    try:
+        links = []
+        deadline = time.monotonic() + 60
+        while len(links) < 2 and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            assert line, "memdir ui ended"
+            if line.startswith("memdir ui: http"):
+                links.append(line.split(": ", 1)[1].strip())
+            elif "press Enter here for a new link" in line:
+                os.write(controller, b"\n")
+        first, second = links
+        assert first != second and first.split("?")[0] == second.split("?")[0]
+        for link in (first, second):  # each signs a browser in, once
+            assert httpx.get(link, timeout=30).status_code == 303
+            assert httpx.get(link, timeout=30).status_code == 401
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        os.close(controller)
