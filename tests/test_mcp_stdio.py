@@ -76,6 +76,10 @@ def test_bytes_that_are_not_utf8_are_a_parse_error_with_the_id() -> None:
         (b'{"jsonrpc":"2.0","id":6,"method":"p\\udc00ng"}', types.INVALID_REQUEST, 6),
         (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', types.INVALID_REQUEST, None),
         (b'{"jsonrpc":"2.0","id":true,"method":"ping","params":{"x":"\\ud800"}}', -32602, None),
+        # No method, no result: neither a request nor a response; went unanswered (issue 35).
+        (b'{"jsonrpc":"2.0","id":7}', types.INVALID_REQUEST, 7),
+        (b'{"jsonrpc":"2.0","id":"x-1","params":{}}', types.INVALID_REQUEST, "x-1"),
+        (b'{"jsonrpc":"2.0"}', types.INVALID_REQUEST, None),
     ],
 )
 def test_what_cannot_be_read_is_answered(line: bytes, code: int, request_id: object) -> None:
@@ -191,6 +195,8 @@ def test_the_server_answers_every_line_and_keeps_serving(raw_server: RawClient) 
     assert reply["id"] == "w-1" and reply["error"]["code"] == types.PARSE_ERROR
     reply = raw_server.ask(b"{oops", timeout=20)
     assert reply["id"] is None and reply["error"]["code"] == types.PARSE_ERROR
+    reply = raw_server.ask(b'{"jsonrpc":"2.0","id":7}', timeout=20)  # no method (issue 35)
+    assert reply["id"] == 7 and reply["error"]["code"] == types.INVALID_REQUEST
     assert time.monotonic() - started < 30
     # The same search without the surrogate, and a write, work on the same connection.
     search = {"name": "memory_search", "arguments": {"query": "walrus dawn"}}

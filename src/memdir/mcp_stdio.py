@@ -13,9 +13,10 @@ request's id when it can be read (``null`` otherwise), and the server reads on:
 - ``-32602`` (invalid params): a lone surrogate in the params (JSON, but not Unicode text);
 - ``-32600`` (invalid request): JSON, but not a JSON-RPC message.
 
-JSON-RPC answers no notification and no response, so one of those that cannot be read is only
-logged. A reply that cannot be written as UTF-8 becomes an internal error for its request
-rather than ending the connection.
+JSON-RPC answers no notification (a method, no id) and no response (a result or an error, no
+method), so one of those that cannot be read is only logged; anything else is answered, a line
+with an id and no method included. A reply that cannot be written as UTF-8 becomes an internal
+error for its request rather than ending the connection.
 
 While serving, the wire moves to private descriptors and fd 0 reads the null device, fd 1
 writes to stderr (as the SDK does), so a child process or a stray ``print`` cannot read or
@@ -104,11 +105,23 @@ def _refusal(
     if data is None:
         with contextlib.suppress(ValueError):
             data = json.loads(text)
-    if isinstance(data, dict) and ("method" not in data or "id" not in data):
+    if _needs_no_answer(data):
         log.warning("memdir: an unreadable message that needs no answer was dropped: %s", problem)
         return None
     request_id = data.get("id") if isinstance(data, dict) else None
     return _error(request_id, code, f"{kind}: {problem}", text)
+
+
+def _needs_no_answer(data: Any) -> bool:
+    """Whether ``data`` is a notification (a method, no id) or a response (a result or an
+    error, no method): JSON-RPC answers neither. Anything else that cannot be read is a request
+    gone wrong, answered Invalid Request: ``{"jsonrpc": "2.0", "id": 7}`` (no method) waited
+    forever for its answer (issue 35)."""
+    if not isinstance(data, dict):
+        return False
+    if "method" in data:
+        return "id" not in data
+    return "result" in data or "error" in data
 
 
 def _error(request_id: Any, code: int, message: str, text: str) -> types.JSONRPCError:

@@ -139,6 +139,69 @@ class _Handler(FileSystemEventHandler):
             self._watcher.poke(() if event.is_directory else changed, whole=event.is_directory)
 
 
+class SharedObserver:
+    """One watchdog observer for many watchers (the per-user service's workspaces): one
+    inotify instance on Linux (watchdog 7 reads every watch of an observer from one) and one
+    dispatching thread, where an observer per workspace took one of each (150 workspaces used
+    up a user's 128 inotify instances: issue 35). A folder that two watchers watch is
+    scheduled once and unscheduled when the last of them lets it go. Started on first use.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._observer: BaseObserver | None = None
+        self._users: dict[ObservedWatch, int] = {}
+
+    def schedule(
+        self, handler: FileSystemEventHandler, folder: Path, *, recursive: bool
+    ) -> ObservedWatch:
+        """Watch ``folder`` for ``handler``; the watch, for :meth:`unschedule`.
+
+        Raises:
+            OSError: the folder cannot be watched (e.g. the inotify watch limit).
+        """
+        with self._lock:
+            if self._observer is None:
+                observer = Observer()
+                observer.daemon = True
+                observer.start()
+                self._observer = observer
+            watch = self._observer.schedule(handler, str(folder), recursive=recursive)
+            self._users[watch] = self._users.get(watch, 0) + 1
+            return watch
+
+    def unschedule(self, handler: FileSystemEventHandler, watch: ObservedWatch) -> None:
+        """Stop giving ``handler`` the events of ``watch`` (and stop the watch when no one
+        else uses it)."""
+        with self._lock:
+            left = self._users.get(watch, 0) - 1
+            if self._observer is None or left < 0:
+                return
+            if left:
+                self._users[watch] = left
+                with contextlib.suppress(KeyError):
+                    self._observer.remove_handler_for_watch(handler, watch)
+                return
+            del self._users[watch]
+            with contextlib.suppress(KeyError, OSError):
+                self._observer.unschedule(watch)
+
+    @property
+    def watches(self) -> int:
+        """How many folders are watched."""
+        with self._lock:
+            return len(self._users)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop every watch and the observer's thread."""
+        with self._lock:
+            observer, self._observer = self._observer, None
+            self._users.clear()
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout)
+
+
 class WorkspaceWatcher:
     """Watch a workspace's Markdown files and sync the index after they change.
 
@@ -153,6 +216,8 @@ class WorkspaceWatcher:
         warm: after each sync, load what the next search would wait for (the vector matrix:
             ~740 MB held at 10,000 files; once, jieba's dictionary when the notes hold Chinese);
             for a process that searches, as the MCP server.
+        observer: the :class:`SharedObserver` to watch through (the per-user service shares
+            one among its workspaces); default: one of its own, stopped with the watcher.
     """
 
     def __init__(
@@ -166,6 +231,7 @@ class WorkspaceWatcher:
         on_error: Callable[[Exception], None] | None = None,
         initial_sync: bool = True,
         warm: bool = False,
+        observer: SharedObserver | None = None,
     ) -> None:
         self.memory = memory
         self.warm = warm
@@ -180,7 +246,8 @@ class WorkspaceWatcher:
         self._first_change: float | None = None
         self._last_change = 0.0
         self._stopping = False
-        self._observer: BaseObserver | None = None
+        self._shared = observer
+        self._observer: SharedObserver | None = None
         self._handler = _Handler(self)
         self._watches: dict[Path, ObservedWatch] = {}
         self._thread: threading.Thread | None = None
@@ -201,8 +268,7 @@ class WorkspaceWatcher:
         if self._thread is not None:
             return self
         self._blind = False  # looked at again below
-        observer = Observer()
-        self._observer = observer
+        self._observer = self._shared if self._shared is not None else SharedObserver()
         root = self.memory.workspace.root
         # The root alone (for MEMORY.md), then the note folders: never .memdir/ or .git/.
         self._schedule(root, recursive=False)
@@ -217,8 +283,6 @@ class WorkspaceWatcher:
                 self._schedule(extra.parent, recursive=False)
             else:
                 self._blind = True  # nothing to watch: searches look by the other rules
-        observer.daemon = True
-        observer.start()
         self._stopping = False
         with self._cond:
             self._whole = True  # nothing was seen while not watching
@@ -261,7 +325,7 @@ class WorkspaceWatcher:
             return
         try:
             self._watches[folder] = self._observer.schedule(
-                self._handler, str(folder), recursive=recursive
+                self._handler, folder, recursive=recursive
             )
         except OSError as exc:  # e.g. the inotify watch limit
             self._blind = True
@@ -277,8 +341,7 @@ class WorkspaceWatcher:
             return
         watch = self._watches.pop(folder, None)
         if watch is not None and self._observer is not None:
-            with contextlib.suppress(KeyError, OSError):
-                self._observer.unschedule(watch)
+            self._observer.unschedule(self._handler, watch)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop watching and wait for a sync in progress to finish."""
@@ -288,8 +351,11 @@ class WorkspaceWatcher:
             self._stopping = True
             self._cond.notify_all()
         if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout)
+            if self._observer is self._shared:
+                for watch in self._watches.values():
+                    self._observer.unschedule(self._handler, watch)
+            else:
+                self._observer.stop(timeout)
             self._observer = None
             self._watches.clear()
         if self._thread is not None:

@@ -10,6 +10,7 @@ elsewhere is indistinguishable from a regular file and is read and written like 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
 
+from memdir.config import memdir_home
 from memdir.errors import PathNotAllowed, WorkspaceError
 from memdir.fileio import (
     atomic_write,
@@ -83,6 +85,52 @@ def is_workspace(folder: Path) -> bool:
     )
 
 
+def home_folder(folder: Path) -> str:
+    """Why ``folder`` is a home folder that is never a workspace ("" when it is not):
+    ``MEMDIR_HOME`` itself, the folder whose ``.memdir`` is ``MEMDIR_HOME``, or a user's home
+    (this user's, or the home of the user who owns it). A home's ``.memdir/`` is memdir's own
+    state by default: taken for a workspace's, it would get index files and locks mixed into
+    memdir's home (issue 35; docs/design.md#workspace)."""
+    try:
+        resolved = folder.expanduser().resolve()
+        home = memdir_home().resolve()
+    except (OSError, RuntimeError):
+        return ""
+    homes = {os.environ.get("HOME", ""), str(Path.home())}
+    with contextlib.suppress(ImportError, KeyError, OSError):  # Windows; a user not listed
+        import pwd
+
+        homes.add(pwd.getpwuid(os.getuid()).pw_dir)
+        homes.add(pwd.getpwuid(resolved.stat().st_uid).pw_dir)  # gone: not a home
+    for name in homes - {"", "/"}:
+        try:
+            if Path(name).resolve() == resolved:
+                return "a user's home folder"
+        except (OSError, RuntimeError):
+            continue
+    if resolved == home:
+        return "memdir's own home (MEMDIR_HOME), which holds its state, not notes"
+    if (resolved / STATE_DIR).resolve() == home:
+        return f"the folder that holds memdir's own home ({home})"
+    return ""
+
+
+def refuse_home_folder(folder: Path) -> None:
+    """Raise when ``folder`` is a home folder (:func:`home_folder`), before anything is read
+    or made there.
+
+    Raises:
+        WorkspaceError: saying what it is and where to keep a workspace instead.
+    """
+    what = home_folder(folder)
+    if what:
+        raise WorkspaceError(
+            f"{folder} is {what}: memdir does not use it as a workspace and made nothing there; "
+            f"use a folder inside it (`memdir init {folder / 'notes'}`), or the default "
+            f"workspace {memdir_home() / 'workspace'}"
+        )
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """One indexable Markdown file: its workspace-relative path, where it came from, and the
@@ -139,6 +187,7 @@ class Workspace:
             )
         if not path.is_dir():
             raise WorkspaceError(f"workspace {path} is not a folder")
+        refuse_home_folder(path)
         if not is_workspace(path):
             raise WorkspaceError(
                 f"{path} is not a memdir workspace (it has no {MEMORY_FILE}, {MEMORY_DIR}/ or "

@@ -22,6 +22,7 @@ from memdir.workspace import (
     STATE_DIR,
     USER_FILE,
     Workspace,
+    refuse_home_folder,
 )
 
 #: ``memdir init``'s files per language (file name → text).
@@ -88,6 +89,7 @@ def init_workspace(
     if lang not in TEMPLATES:
         raise WorkspaceError(f"unknown language {lang!r}: choose one of {', '.join(TEMPLATES)}")
     path = Path(root).expanduser()
+    refuse_home_folder(path)
     created: list[str] = []
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from memdir.hooks.claude_code import (
     uninstall_hooks,
 )
 from memdir.service import state as files
+from memdir.service import unix_socket
 from memdir.service.capture import captured
 from memdir.service.commands import Declined, decode_request, env_differences
 from memdir.service.pool import Pool
@@ -113,34 +114,21 @@ def test_the_endpoint_is_a_private_socket_of_a_live_service(isolated_env: Path) 
     files.write_state(files.ServiceState(43210, os.getpid(), "0", "now"))
     token = files.token()
     assert read_endpoint() is None  # no socket yet
-    sock = files.bind_socket()
+    listener = unix_socket.bind()
     try:
-        path = sock.getsockname()
-        assert read_endpoint() == (path, token)
+        path = str(listener.path)
+        assert read_endpoint() == (path, token)  # no "socket" in the state: the usual place
         assert os.stat(path).st_mode & 0o777 == 0o600
+        files.write_state(files.ServiceState(43210, os.getpid(), "0", "now", path))
+        assert read_endpoint() == (path, token)
         files.write_state(files.ServiceState(43210, 2**22 + 12345, "0", "now"))  # pid gone
         assert read_endpoint() is None
         assert files.read_state() is None
     finally:
-        sock.close()
+        listener.sock.close()
+        listener.remove()
     files.clear_state(2**22 + 12345)
     assert not (isolated_env / "service" / "service.json").exists()
-
-
-def test_a_long_home_gets_its_socket_in_a_private_tmp_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    home = tmp_path / ("h" * 120)
-    home.mkdir()
-    monkeypatch.setenv("MEMDIR_HOME", str(home))
-    sock = files.bind_socket()
-    try:
-        path = Path(sock.getsockname())
-        assert path.parent == Path(f"/tmp/memdir-{os.getuid()}")
-        assert path.parent.stat().st_mode & 0o777 == 0o700
-    finally:
-        sock.close()
-        path.unlink()
 
 
 def test_a_stale_state_never_signals_another_process(isolated_env: Path) -> None:

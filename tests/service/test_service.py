@@ -185,7 +185,7 @@ def test_mcp_over_streamable_http(service: Service, notes: Path) -> None:
         headers = {"Authorization": f"Bearer {service.token}"}
         out: dict[str, Any] = {}
         async with (
-            httpx.AsyncClient(headers=headers) as http,
+            httpx.AsyncClient(headers=headers, timeout=60) as http,
             streamable_http_client(url, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as mcp,
         ):
@@ -251,19 +251,6 @@ def _memdir() -> list[str]:
     import sys
 
     return [sys.executable, "-m", "memdir"]
-
-
-def test_memdir_ui_is_served_by_the_service(service: Service, notes: Path) -> None:
-    done = service.memdir("-w", str(notes), "ui", "--port", "0")
-    assert done.returncode == 0, done.stderr
-    url = done.stdout.decode().split("memdir ui: ", 1)[1].split()[0]
-    assert b"served by the memdir service" in done.stdout
-    page = httpx.get(url + "api/search?q=production+database", timeout=60)
-    assert page.status_code == 200
-    assert page.json()["results"][0]["path"] == "MEMORY.md"
-    assert httpx.get(url + "api/index", headers={"Host": "evil.example"}).status_code != 200
-    again = service.memdir("-w", str(notes), "ui", "--port", "0")
-    assert url.encode() in again.stdout  # the same inspector, not a second one
 
 
 def test_a_stopped_service_is_passed_by_in_seconds(service: Service, notes: Path) -> None:

@@ -189,12 +189,14 @@ def test_the_url_printed_for_127_0_0_2_answers(ws: Path) -> None:
         raise
     try:
         assert ui.url.startswith("http://127.0.0.2:")
-        for path in ("", "search?q=walrus", "files", "files/MEMORY.md", "index", "history"):
-            page = httpx.get(ui.url + path, timeout=60, follow_redirects=True)
-            assert page.status_code == 200, (path, page.text[:200])
+        with httpx.Client(timeout=60, follow_redirects=True) as http:
+            assert http.get(ui.url).status_code == 200  # the sign-in link
+            for path in ("", "search?q=walrus", "files", "files/MEMORY.md", "index", "history"):
+                page = http.get(ui.base + path)
+                assert page.status_code == 200, (path, page.text[:200])
         port = urlsplit(ui.url).port
         for host in ("127.0.0.3", "localhost.evil.example", "127.0.0.2.nip.io"):
-            refused = httpx.get(ui.url, headers={"Host": f"{host}:{port}"}, timeout=30)
+            refused = httpx.get(ui.base, headers={"Host": f"{host}:{port}"}, timeout=30)
             assert refused.status_code == 400
     finally:
         stop_ui(ui)
@@ -202,7 +204,8 @@ def test_the_url_printed_for_127_0_0_2_answers(ws: Path) -> None:
 
 def test_no_request_path_redirects_off_site(ws: Path) -> None:
     write(ws, ".memdir/config.toml", '[embedding]\nprovider = "fake"\n')
-    env = {k: v for k, v in os.environ.items() if k != "MEMDIR_UI_TOKEN"}  # a random token
+    # A fixed token, good for every request (a printed sign-in code works once).
+    env = {**os.environ, "MEMDIR_UI_TOKEN": "redirect-probe-token-0123456789"}
     ui = start_ui(ws, env, "--host", "0.0.0.0", "--allow-remote")
     try:
         token = ui.url.split("?token=", 1)[1]

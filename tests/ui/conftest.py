@@ -103,8 +103,24 @@ def seed_history(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-def make_client(memory: Memory, options: UIOptions | None = None) -> TestClient:
-    return TestClient(create_app(memory, options), base_url=BASE_URL)
+def make_client(
+    memory: Memory,
+    options: UIOptions | None = None,
+    *,
+    signed_in: bool = True,
+    host: str | None = None,
+) -> TestClient:
+    """The inspector over ``memory`` behind Starlette's TestClient; ``signed_in``: through the
+    real sign-in (a one-time code in the URL, which sets the session cookie) with ``host`` as
+    the Host header (the cookie is named after its port)."""
+    options = options or UIOptions()
+    client = TestClient(create_app(memory, options), base_url=BASE_URL)
+    if signed_in:
+        headers = {"Host": host} if host else {}
+        code = options.access.issue()
+        first = client.get(f"/?token={code}", headers=headers, follow_redirects=False)
+        assert first.status_code == 303 and "set-cookie" in first.headers, first.text
+    return client
 
 
 @pytest.fixture
@@ -121,11 +137,31 @@ def writable(mem: Memory) -> TestClient:
 
 @dataclass
 class RunningUI:
-    """A ``memdir ui`` process and the URL it printed."""
+    """A ``memdir ui`` process and the URL it printed (with its one-time sign-in code)."""
 
     process: subprocess.Popen[str]
     url: str
     workspace: Path
+    cookie: tuple[str, str] | None = None
+
+    @property
+    def base(self) -> str:
+        """The inspector's address without the sign-in code (``http://127.0.0.1:PORT/``)."""
+        return self.url.split("?", 1)[0]
+
+    def session(self) -> tuple[str, str]:
+        """The session cookie (name, value) the printed link gives (spending its code)."""
+        if self.cookie is None:
+            first = httpx.get(self.url, timeout=60, follow_redirects=False)
+            assert first.status_code == 303, first.text
+            ((name, value),) = first.cookies.items()
+            self.cookie = (name, value)
+        return self.cookie
+
+    def client(self) -> httpx.Client:
+        """An HTTP client signed in with :meth:`session`, at :attr:`base`."""
+        name, value = self.session()
+        return httpx.Client(base_url=self.base, cookies={name: value}, timeout=60)
 
 
 def start_ui(workspace: Path, env: dict[str, str], *args: str) -> RunningUI:
@@ -169,7 +205,8 @@ def _running_ui(sample: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> It
     env = {**os.environ, "MEMDIR_NOW": NOW}
     ui = start_ui(sample, env, *args)
     try:
-        httpx.get(ui.url + "index", timeout=30).raise_for_status()
+        # Up, and closed to a request without the session (the printed link is left unspent).
+        assert httpx.get(ui.base + "index", timeout=30).status_code == 401
         yield ui
     finally:
         stop_ui(ui)

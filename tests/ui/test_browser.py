@@ -102,11 +102,22 @@ def open_page(browser: Any, viewport: dict[str, int]) -> tuple[Any, list[str]]:
     return page, problems
 
 
+def sign_in(page: Any, ui: RunningUI) -> None:
+    """Open the link ``memdir ui`` printed: the session cookie is set, the code leaves the
+    address bar (the home page redirects to the search page)."""
+    page.goto(ui.url)
+    assert page.url == ui.base + "search", page.url
+    (cookie,) = page.context.cookies()
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert "token=" not in page.url
+
+
 def test_search_hit_file_line_and_dreaming(
     browser: Any, ui_process: RunningUI, shots: Shots
 ) -> None:
-    base = ui_process.url
+    base = ui_process.base
     page, problems = open_page(browser, DESKTOP)
+    sign_in(page, ui_process)
 
     # Search: typed, not submitted — the results follow the query.
     page.goto(base + "search")
@@ -161,7 +172,8 @@ def test_applying_a_dream_run_needs_the_confirmation(
     memory_md = writable_ui_process.workspace / "MEMORY.md"
     before = memory_md.read_text("utf-8")
     page, problems = open_page(browser, DESKTOP)
-    page.goto(writable_ui_process.url + "dreaming")
+    sign_in(page, writable_ui_process)
+    page.goto(writable_ui_process.base + "dreaming")
     page.get_by_role("button", name="Preview a dream run").click()
     page.get_by_role("button", name="Apply…").click()
     dialog = page.locator("dialog#apply-dialog")
@@ -187,7 +199,8 @@ def test_the_index_page_follows_the_index(browser: Any, ui_process: RunningUI) -
     from tests.helpers import write
 
     page, problems = open_page(browser, DESKTOP)
-    page.goto(ui_process.url + "index")
+    sign_in(page, ui_process)
+    page.goto(ui_process.base + "index")
     files = page.locator(".card .big").first
     before = int(files.inner_text())
     write(
@@ -206,21 +219,37 @@ def test_the_index_page_follows_the_index(browser: Any, ui_process: RunningUI) -
 
 def test_a_script_in_a_note_stays_text(browser: Any, ui_process: RunningUI) -> None:
     page, problems = open_page(browser, DESKTOP)
-    page.goto(ui_process.url + "files/memory/pitfalls.md")
+    sign_in(page, ui_process)
+    page.goto(ui_process.base + "files/memory/pitfalls.md")
     assert page.locator("td.tx", has_text="<script>alert('memdir-xss')</script>").count() == 1
-    page.goto(ui_process.url + "search?q=alert%20script")
+    page.goto(ui_process.base + "search?q=alert%20script")
     assert page.locator(".snippet", has_text="<script>alert(").count() == 1
     assert problems == []  # no alert dialog, no error
 
 
+def test_a_browser_without_the_link_sees_nothing(browser: Any, ui_process: RunningUI) -> None:
+    """A second browser (a fresh profile, as another user's would be): every page refused, no
+    note text; the link, once spent by the first browser, does not open it either."""
+    first, _ = open_page(browser, DESKTOP)
+    sign_in(first, ui_process)
+    second = browser.new_context(locale="zh-CN").new_page()
+    for path in ("", "search?q=Redis", "files/MEMORY.md", "dreaming", "api/index"):
+        answer = second.goto(ui_process.base + path)
+        assert answer is not None and answer.status == 401, path
+        assert "Redis" not in second.content() and "分布式锁" not in second.content()
+    spent = second.goto(ui_process.url)
+    assert spent is not None and spent.status == 401 and "used already" in second.content()
+
+
 def test_phone_screen(browser: Any, ui_process: RunningUI, shots: Shots) -> None:
     page, problems = open_page(browser, PHONE)
+    sign_in(page, ui_process)
     for path, name in (
         ("search?q=Redis%20分布式锁", "search-phone"),
         ("dreaming", "dreaming-phone"),
         ("review?since=all", "review-phone"),
     ):
-        page.goto(ui_process.url + path)
+        page.goto(ui_process.base + path)
         page.locator("main h1, li.hit").first.wait_for()
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], f"{path} scrolls sideways ({width}px)"

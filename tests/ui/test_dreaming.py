@@ -77,10 +77,43 @@ def test_preview_fragment_says_what_would_be_written(client: TestClient, key: st
     assert 'id="apply-open"' not in html
 
 
-def test_writable_preview_offers_apply_with_the_code(writable: TestClient, key: str) -> None:
+def test_writable_preview_offers_apply_with_a_code_of_its_own(
+    writable: TestClient, key: str
+) -> None:
     code = writable.get("/api/dreaming").json()["confirm"]
     html = writable.get("/dreaming", params={"preview": "1"}).text
-    assert 'id="apply-open"' in html and f'data-confirm="{code}"' in html
+    shown = re.search(r'data-confirm="([0-9a-f]{16})"', html)
+    assert 'id="apply-open"' in html and shown is not None
+    assert shown.group(1) != code  # every preview is confirmed by its own code
+
+
+def test_a_confirmation_is_taken_once(writable: TestClient, key: str, sample: Path) -> None:
+    """The probe took the confirm code from ``/api/dreaming`` and applied with it; a code now
+    confirms one apply, of the preview it was issued for."""
+    code = writable.get("/api/dreaming").json()["confirm"]
+    first = writable.post("/api/dreaming/apply", json={"confirm": code}, headers=_headers(writable))
+    assert first.status_code == 200, first.text
+    after = (sample / "MEMORY.md").read_text("utf-8")
+    again = writable.post("/api/dreaming/apply", json={"confirm": code}, headers=_headers(writable))
+    assert again.status_code == 409 and "used already" in again.json()["error"]
+    made_up = writable.post(
+        "/api/dreaming/apply", json={"confirm": "0" * 16}, headers=_headers(writable)
+    )
+    assert made_up.status_code == 409
+    assert (sample / "MEMORY.md").read_text("utf-8") == after
+
+
+def test_confirmations_expire_and_are_single_use() -> None:
+    from memdir.ui.access import Confirmations
+
+    now = [100.0]
+    codes = Confirmations(ttl_s=600, clock=lambda: now[0])
+    fresh, stale = codes.issue("digest-a"), codes.issue("digest-b")
+    assert codes.take(fresh) == "digest-a" and codes.take(fresh) is None
+    now[0] += 601
+    assert codes.take(stale) is None  # over 10 minutes old
+    many = [codes.issue(str(n)) for n in range(100)]
+    assert codes.take(many[0]) is None and codes.take(many[-1]) == "99"  # the newest 64 kept
 
 
 def test_apply_is_refused_when_read_only(client: TestClient, key: str, sample: Path) -> None:

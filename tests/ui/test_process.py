@@ -4,7 +4,11 @@ URL it prints works, and its redirects stay on its origin."""
 from __future__ import annotations
 
 import os
+import pty
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,17 +23,20 @@ TCP_TABLE = Path("/proc/net/tcp")
 
 def test_serves_search_on_loopback(ui_process: RunningUI) -> None:
     assert ui_process.url.startswith("http://127.0.0.1:")
-    body = httpx.get(
-        ui_process.url + "api/search", params={"q": "Redis 分布式锁"}, timeout=60
-    ).json()
-    assert body["results"][0]["path"] == "memory/2026-11-28.md"
-    refused = httpx.get(ui_process.url + "api/index", headers={"Host": "evil.example"}, timeout=30)
-    assert refused.status_code == 400
+    with ui_process.client() as http:
+        body = http.get("api/search", params={"q": "Redis 分布式锁"}).json()
+        assert body["results"][0]["path"] == "memory/2026-11-28.md"
+        refused = http.get("api/index", headers={"Host": "evil.example"})
+        assert refused.status_code == 400
+    # Without the session cookie: nothing (the printed link was spent by the client above).
+    assert httpx.get(ui_process.base + "api/search?q=redis", timeout=30).status_code == 401
+    spent = httpx.get(ui_process.url, timeout=30, follow_redirects=False)
+    assert spent.status_code == 401 and "used already" in spent.text
 
 
 @pytest.mark.skipif(not TCP_TABLE.exists(), reason="needs Linux's /proc/net/tcp")
 def test_the_socket_is_bound_to_127_0_0_1_only(ui_process: RunningUI) -> None:
-    port = int(ui_process.url.rsplit(":", 1)[1].strip("/"))
+    port = int(urlsplit(ui_process.url).port or 0)
     listening = []
     for line in TCP_TABLE.read_text().splitlines()[1:]:
         local, state = line.split()[1], line.split()[3]
@@ -60,12 +67,13 @@ def test_the_url_printed_for_another_loopback_address_works(small_ws: Path) -> N
     ui = start_ui(small_ws, dict(os.environ), "--host", "127.0.0.2")
     try:
         assert ui.url.startswith("http://127.0.0.2:")
-        page = httpx.get(ui.url, timeout=30, follow_redirects=True)
-        assert page.status_code == 200 and "memdir" in page.text
-        index = httpx.get(ui.url + "api/index", timeout=30)
-        assert index.status_code == 200 and "files" in index.json()
-        wrong = httpx.get(ui.url + "api/index", headers={"Host": "evil.example"}, timeout=30)
-        assert wrong.status_code == 400
+        with httpx.Client(timeout=30, follow_redirects=True) as http:
+            page = http.get(ui.url)  # signs in, then the home page
+            assert page.status_code == 200 and "memdir" in page.text
+            index = http.get(ui.base + "api/index")
+            assert index.status_code == 200 and "files" in index.json()
+            wrong = http.get(ui.base + "api/index", headers={"Host": "evil.example"})
+            assert wrong.status_code == 400
     finally:
         stop_ui(ui)
 
@@ -97,3 +105,37 @@ def test_a_real_server_redirects_on_its_own_origin(small_ws: Path) -> None:
         assert status == 303 and headers["location"] == "/search/"
     finally:
         stop_ui(ui)
+
+
+def test_enter_prints_another_sign_in_link(small_ws: Path) -> None:
+    """A standalone inspector on a terminal: each Enter prints a new one-time link."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memdir", "-w", str(small_ws), "ui", "--port", "0"],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "MEMDIR_SERVICE": "off"},
+    )
+    os.close(terminal)
+    assert process.stdout is not None
+    try:
+        links = []
+        deadline = time.monotonic() + 60
+        while len(links) < 2 and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            assert line, "memdir ui ended"
+            if line.startswith("memdir ui: http"):
+                links.append(line.split(": ", 1)[1].strip())
+            elif "press Enter here for a new link" in line:
+                os.write(controller, b"\n")
+        first, second = links
+        assert first != second and first.split("?")[0] == second.split("?")[0]
+        for link in (first, second):  # each signs a browser in, once
+            assert httpx.get(link, timeout=30).status_code == 303
+            assert httpx.get(link, timeout=30).status_code == 401
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        os.close(controller)

@@ -32,9 +32,12 @@ HOSTILE_PATHS = (
 )
 
 
-def asgi_get(app: object, path: str, query: str = "", host: str = "127.0.0.1:8765") -> tuple:
-    """``GET path?query`` handed to the ASGI app as a server would (path already decoded);
-    returns (status, headers as a dict of str)."""
+def asgi_get(
+    app: object, path: str, query: str = "", host: str = "127.0.0.1:8765", cookie: str = ""
+) -> tuple:
+    """``GET path?query`` handed to the ASGI app as a server would (path already decoded),
+    with ``cookie`` as the Cookie header when given; returns (status, headers as a dict of
+    str)."""
     messages: list[dict] = []
     received: list[bool] = []
 
@@ -57,7 +60,8 @@ def asgi_get(app: object, path: str, query: str = "", host: str = "127.0.0.1:876
         "raw_path": path.encode("utf-8"),
         "root_path": "",
         "query_string": query.encode("latin-1"),
-        "headers": [(b"host", host.encode("latin-1"))],
+        "headers": [(b"host", host.encode("latin-1"))]
+        + ([(b"cookie", cookie.encode("latin-1"))] if cookie else []),
         "server": ("127.0.0.1", 8765),
         "client": ("127.0.0.1", 50000),
     }
@@ -90,6 +94,8 @@ def test_every_route_redirects_on_this_origin_only(mem: Memory) -> None:
     prefix, with and without a token: any Location is a path on this origin."""
     for options in (UIOptions(), UIOptions(token=TOKEN, allowed_hosts=())):
         app = create_app(mem, options)
+        session = options.access.sign_in(options.access.issue())  # what the cookie holds
+        cookie = "" if options.token else f"memdir_ui_8765={session}"
         paths = ["/"]
         for route in app.routes:
             assert isinstance(route, Route | Mount)
@@ -99,7 +105,7 @@ def test_every_route_redirects_on_this_origin_only(mem: Memory) -> None:
         for path in paths:
             for prefix in ("", *HOSTILE_PATHS):
                 query = f"token={TOKEN}" if options.token else ""
-                status, headers = asgi_get(app, prefix + path, query)
+                status, headers = asgi_get(app, prefix + path, query, cookie=cookie)
                 if 300 <= status < 400:
                     assert_same_origin(headers["location"])
                     locations.append(headers["location"])
@@ -137,8 +143,8 @@ def test_the_listening_address_is_an_accepted_host(mem: Memory, host: str, extra
     assert loopback_hosts(host)[len(LOOPBACK_NAMES) :] == ((extra,) if extra else ())
     sock, listening = plan(host, 0, writable=False, allow_remote=False, token=None)
     sock.close()
-    client = make_client(mem, listening.options)
     shown = urlsplit(listening.url).netloc
+    client = make_client(mem, listening.options, host=shown)
     assert client.get("/api/index", headers={"Host": shown}).status_code == 200
     # Other loopback addresses and hostile names are still refused (no DNS rebinding).
     for other in ("127.0.0.3:8765", "evil.example:8765"):

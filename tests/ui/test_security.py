@@ -30,7 +30,7 @@ PAGES = (
 
 @pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:8765", "[::1]:8765", "LOCALHOST"])
 def test_loopback_host_names_are_served(mem: Memory, host: str) -> None:
-    client = make_client(mem)
+    client = make_client(mem, host=host)
     assert client.get("/index", headers={"Host": host}).status_code == 200
 
 
@@ -41,8 +41,8 @@ def test_other_host_names_are_refused(mem: Memory, host: str) -> None:
     assert "unexpected Host header" in response.json()["error"]
 
 
-def test_a_token_guards_every_request(mem: Memory) -> None:
-    client = make_client(mem, UIOptions(token="s3cret", allowed_hosts=()))
+def test_a_fixed_token_lets_requests_in(mem: Memory) -> None:
+    client = make_client(mem, UIOptions(token="s3cret", allowed_hosts=()), signed_in=False)
     assert client.get("/api/index").status_code == 401
     assert client.get("/static/memdir.css").status_code == 401
     assert client.get("/api/index", headers={"Authorization": "Bearer wrong"}).status_code == 401
@@ -102,22 +102,22 @@ def test_host_helpers() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1")
 
 
-def test_remote_hosts_need_allow_remote_and_get_a_token() -> None:
+def test_every_printed_url_holds_a_one_time_sign_in_code() -> None:
     with pytest.raises(MemdirError, match="--allow-remote"):
         plan("0.0.0.0", 0, writable=False, allow_remote=False, token=None)
-    sock, listening = plan("0.0.0.0", 0, writable=False, allow_remote=True, token=None)
-    try:
-        assert listening.options.token and len(listening.options.token) >= 24
-        assert listening.options.allowed_hosts == ()
-        assert listening.url.endswith(f"/?token={listening.options.token}")
-    finally:
+    for host, allow_remote in (("0.0.0.0", True), ("127.0.0.1", False)):
+        sock, listening = plan(host, 0, writable=True, allow_remote=allow_remote, token=None)
         sock.close()
-    sock, listening = plan("127.0.0.1", 0, writable=True, allow_remote=False, token=None)
-    try:
         assert listening.options.token is None and listening.options.writable
-        assert listening.url == f"http://127.0.0.1:{listening.port}/"
-    finally:
-        sock.close()
+        base, code = listening.url.split("?token=")
+        assert base == f"http://{host}:{listening.port}/" and len(code) >= 32
+        session = listening.options.access.sign_in(code)
+        assert session and listening.options.access.allows(session)
+        assert listening.options.access.sign_in(code) is None  # spent
+    assert listening.options.allowed_hosts == ("127.0.0.1", "localhost", "::1")
+    sock, listening = plan("127.0.0.1", 0, writable=False, allow_remote=False, token="t0k")
+    sock.close()
+    assert listening.url == f"http://127.0.0.1:{listening.port}/?token=t0k"  # MEMDIR_UI_TOKEN
 
 
 def test_a_port_in_use_is_one_clear_error() -> None:
@@ -133,3 +133,47 @@ def test_cli_refuses_a_remote_host_without_the_flag(sample: object) -> None:
     result = CliRunner().invoke(cli, ["-w", str(sample), "ui", "--host", "0.0.0.0"])
     assert result.exit_code == 1
     assert "refusing to listen on 0.0.0.0" in result.output
+
+
+def _concrete_paths(mem: Memory) -> list[str]:
+    paths = []
+    for route in create_app(mem).routes:
+        assert isinstance(route, Route | Mount)
+        paths.append(route.path.replace("{path:path}", "MEMORY.md") or "/static/memdir.css")
+    return paths
+
+
+@pytest.mark.parametrize(
+    "cookie", ["", "memdir_ui_8765=guess", "memdir_ui_8765="], ids=["none", "guessed", "empty"]
+)
+def test_without_a_session_every_route_is_refused(mem: Memory, cookie: str) -> None:
+    """The probe: a second local user read every note and, with --writable, applied a dream
+    run (the CSRF token from the page, the confirm code from /api/dreaming). Without the
+    session cookie every page, /api/ route and static file answers 401 and shows nothing."""
+    client = make_client(mem, UIOptions(writable=True), signed_in=False)
+    memory_md = (mem.workspace.root / "MEMORY.md").read_bytes()
+    headers = {"Cookie": cookie} if cookie else {}
+    for path in [*_concrete_paths(mem), "/search?q=redis", "/api/dreaming?gates=manual"]:
+        for method in ("GET", "HEAD", "POST"):
+            answer = client.request(method, path, headers=headers, json={"confirm": "x"})
+            assert answer.status_code == 401, (method, path, answer.status_code)
+            assert "Redis" not in answer.text and "分布式锁" not in answer.text, path
+    wrong = client.get("/?token=guess", follow_redirects=False)
+    assert wrong.status_code == 401 and "used already" in wrong.text
+    assert (mem.workspace.root / "MEMORY.md").read_bytes() == memory_md
+
+
+def test_a_sign_in_link_works_once(mem: Memory) -> None:
+    options = UIOptions()
+    code = options.access.issue()
+    first = make_client(mem, options, signed_in=False)
+    signed = first.get(f"/files?token={code}&x=1", follow_redirects=False)
+    assert signed.status_code == 303 and signed.headers["location"] == "/files?x=1"
+    cookie = signed.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert first.get("/api/index").status_code == 200
+    again = first.get(f"/files?token={code}", follow_redirects=False)  # signed in already
+    assert again.status_code == 303 and "set-cookie" not in again.headers
+    other = make_client(mem, options, signed_in=False)  # another browser, the same link
+    assert other.get(f"/?token={code}", follow_redirects=False).status_code == 401
+    assert other.get("/api/index").status_code == 401

@@ -83,10 +83,21 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         f"(pid {found.get('pid')}, since {running.started})"
     )
     served = found.get("served") or []
+    most = found.get("max_workspaces")
     if not served:
         out.print("no workspace open")
+    elif isinstance(served, list):
+        out.print(f"{len(served)} workspace(s) open" + (f" (at most {most})" if most else ""))
     for item in served if isinstance(served, list) else []:
         out.print(f"  {item['workspace']} ({item['scope']})", markup=False)
+    listed = found.get("inspectors")
+    for ui in listed if isinstance(listed, list) else []:
+        mode = "writable" if ui.get("writable") else "read-only"
+        out.print(
+            f"inspector {ui.get('url')} of {ui.get('workspace')} ({mode}), held by "
+            f"{ui.get('held_by')} `memdir ui`: it stops with the last of them",
+            markup=False,
+        )
     _print_mcp_line(Path(ctx.obj))
 
 

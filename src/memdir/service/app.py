@@ -1,20 +1,33 @@
 """The service's routes, every one behind the Host and token checks (:class:`Guard`).
 
+On the Unix socket (only its user can connect: docs/design.md#the-per-user-service):
+
 - ``POST /v1/cli``: a thin client's command (:mod:`memdir.service.commands`); 409 with the
   reason when the service declines it (the client then runs it itself);
+- ``POST /v1/ui?workspace=ABS&port=N[&writable=1]``: the inspector (``memdir ui``) of the warm
+  workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding; its URL
+  with a one-time sign-in code, the answer held open while that ``memdir ui`` runs
+  (:mod:`memdir.service.inspectors`);
+- ``POST /v1/shutdown``.
+
+On the Unix socket and on 127.0.0.1 (TCP, what Claude Code reaches):
+
 - ``POST /v1/hooks/claude-code/<event>?workspace=ABS``: Claude Code's HTTP hooks
   (``user-prompt-submit``, ``pre-compact``, ``session-end``, ``session-start``): the hook's JSON
   in, the reply Claude Code reads out (an empty body: nothing to add), as ``memdir hook``;
 - ``/mcp?workspace=ABS[&scope=shared]``: the MCP server over streamable HTTP, the tools of
   ``memdir serve`` on the warm workspace;
-- ``POST /v1/ui?workspace=ABS&port=N[&writable=1]``: the inspector (``memdir ui``) of the warm
-  workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding;
-- ``GET /v1/health``: version, pid and the served workspaces; ``POST /v1/shutdown``.
+- ``GET /v1/health``: version, pid and the served workspaces.
+
+The TCP port has its own router without the socket's routes (404 there, whatever the path
+looks like): a command run for a client may read any file its user can (``hook session-end``
+archives the transcript it names), which only the user's own processes may ask for.
 
 A workspace is one the service can open: an absolute path to an existing folder; its private
 files follow the scope, as over stdio. The guard refuses a request whose Host is not the
 loopback address and port the service listens on (a web page cannot reach it by DNS rebinding)
-or that lacks ``Authorization: Bearer <token>``.
+or that lacks ``Authorization: Bearer <token>``, the token its file holds now
+(:class:`~memdir.service.state.TokenFile`: a rotated token works at once, the old one no more).
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ import hmac
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +55,10 @@ from memdir.hooks.claude_code import EVENT_COMMANDS
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
 from memdir.mcp_server import build_server
 from memdir.service.commands import Declined, decode_request, run_command
-from memdir.service.pool import Pool, WarmWorkspace
+from memdir.service.inspectors import Inspectors, UIEndpoint
+from memdir.service.pool import Pool, PoolFull, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
+from memdir.workspace import refuse_home_folder
 
 log = logging.getLogger("memdir.service")
 #: Seconds between looks for idle workspaces.
@@ -57,9 +72,17 @@ class Guard:
     """Refuses what is not for this service: a Host other than the loopback address and port
     it listens on, a missing or wrong bearer token, anything but HTTP."""
 
-    def __init__(self, app: ASGIApp, *, token: str, port: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: Callable[[], str],
+        port: Callable[[], int],
+        tcp_app: ASGIApp | None = None,
+    ) -> None:
         self.app = app
-        self.token = token.encode("ascii")
+        self.tcp_app = tcp_app if tcp_app is not None else app
+        self.token = token
         self.port = port
         #: The app's shared state; ``state["stop"]`` stops the server (set by its runner).
         self.state: dict[str, Any] = {}
@@ -74,16 +97,18 @@ class Guard:
         port = self.port()
         hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         server = scope.get("server")
-        local_socket = server is None or server[1] is None  # the Unix socket: no browser there
+        # The Unix socket has a path and no port (uvicorn); anything else counts as TCP.
+        local_socket = server is not None and server[1] is None
         if not local_socket and headers.get(b"host") not in hosts:
             await PlainTextResponse("wrong Host", status_code=421)(scope, receive, send)
             return
+        token = self.token().encode("ascii", "replace")
         given = headers.get(b"authorization", b"")
-        if not hmac.compare_digest(given, b"Bearer " + self.token):
+        if not token or not hmac.compare_digest(given, b"Bearer " + token):
             answer = PlainTextResponse("a bearer token is required", status_code=401)
             await answer(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await (self.app if local_socket else self.tcp_app)(scope, receive, send)
 
 
 class MCPEndpoint:
@@ -106,11 +131,20 @@ class MCPEndpoint:
             return
         try:
             warm = await anyio.to_thread.run_sync(self.pool.get, Path(root), scope_name)
+        except PoolFull as exc:
+            await PlainTextResponse(str(exc), status_code=503)(scope, receive, send)
+            return
         except MemdirError as exc:
             await PlainTextResponse(str(exc), status_code=404)(scope, receive, send)
             return
+        finally:
+            _forget_closed(self.pool.take_closed())
         manager = await self._manager(warm)
-        await manager.handle_request(scope, receive, send)
+        try:
+            await manager.handle_request(scope, receive, send)
+        finally:
+            if warm.closed:  # closed meanwhile (the least recently used): its server goes too
+                _forget_closed([warm])
 
     async def _manager(self, warm: WarmWorkspace) -> Any:
         async with self._starting:
@@ -132,46 +166,47 @@ async def _run_manager(manager: Any, *, task_status: Any) -> None:
 
 
 def create_app(
-    pool: Pool, *, token: str, port: Callable[[], int], exit_when_idle: bool = False
+    pool: Pool, *, token: Callable[[], str], port: Callable[[], int], exit_when_idle: bool = False
 ) -> Guard:
     """The service as an ASGI app (see the module's docstring); set ``app.state["stop"]`` to
     what stops the server.
 
     Args:
         pool: the warm workspaces.
-        token: the bearer token every request must carry.
+        token: the bearer token every request must carry, as it is now.
         port: the port the service listens on (known once bound).
         exit_when_idle: stop once no workspace was used for ``pool.idle_s`` (a service
             started on demand).
     """
-    state: dict[str, Any] = {"stop": lambda: None}
+    state: dict[str, Any] = {"stop": lambda: None, "stopping": lambda: False}
+    inspectors = Inspectors(pool, lambda: state["tasks"], lambda: state["stopping"]())
+
+    def idle() -> None:
+        if exit_when_idle and not inspectors.listed():  # a `memdir ui` still holds one
+            state["stop"]()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tasks:
             state["tasks"] = tasks
-            tasks.start_soon(_reap, pool, lambda: state["stop"]() if exit_when_idle else None)
+            tasks.start_soon(_reap, pool, idle)
             try:
                 yield
             finally:
                 tasks.cancel_scope.cancel()
         await anyio.to_thread.run_sync(pool.close)
 
-    async def ui(request: Request) -> Response:
-        root = request.query_params.get("workspace", "")
-        try:
-            port = int(request.query_params.get("port", "8765"))
-            warm = await anyio.to_thread.run_sync(pool.get, Path(root))
-            url = await _start_ui(
-                state, pool, warm, port, request.query_params.get("writable") == "1"
-            )
-        except (MemdirError, ValueError) as exc:
-            return PlainTextResponse(str(exc), status_code=409)
-        return JSONResponse({"url": url})
-
     async def health(request: Request) -> Response:
         served = [{"workspace": str(w.root), "scope": w.scope} for w in pool.served()]
-        return JSONResponse({"version": __version__, "pid": os.getpid(), "served": served})
+        return JSONResponse(
+            {
+                "version": __version__,
+                "pid": os.getpid(),
+                "served": served,
+                "max_workspaces": pool.max_open,
+                "inspectors": inspectors.listed(),
+            }
+        )
 
     async def shutdown(request: Request) -> Response:
         state["stop"]()
@@ -198,6 +233,10 @@ def create_app(
             return PlainTextResponse(f"unknown hook {event}", status_code=404)
         if not root or not Path(root).is_absolute():
             return PlainTextResponse("name the workspace: ?workspace=/absolute/path", 400)
+        try:
+            refuse_home_folder(Path(root))
+        except MemdirError as exc:  # a hook's own failures are notes; this one is the caller's
+            return PlainTextResponse(str(exc), status_code=400)
         raw = (await _body(request)).decode("utf-8", "replace")
         refused = _foreign_transcript(raw)
         if refused:
@@ -212,60 +251,22 @@ def create_app(
         text = await anyio.to_thread.run_sync(run)
         return Response(text, media_type="application/json")
 
-    app = Starlette(
-        routes=[
-            Route("/v1/health", health, methods=["GET"]),
-            Route("/v1/shutdown", shutdown, methods=["POST"]),
-            Route("/v1/ui", ui, methods=["POST"]),
-            Route("/v1/cli", cli, methods=["POST"]),
-            Route("/v1/hooks/claude-code/{event}", hook, methods=["POST"]),
-            Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
-        ],
-        lifespan=lifespan,
-        exception_handlers={TooLarge: _too_large},
-    )
-    guard = Guard(app, token=token, port=port)
+    shared = [
+        Route("/v1/health", health, methods=["GET"]),
+        Route("/v1/hooks/claude-code/{event}", hook, methods=["POST"]),
+        Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
+    ]
+    socket_only = [
+        Route("/v1/shutdown", shutdown, methods=["POST"]),
+        Route("/v1/ui", UIEndpoint(inspectors), methods=["POST"]),
+        Route("/v1/cli", cli, methods=["POST"]),
+    ]
+    handlers = {TooLarge: _too_large}
+    app = Starlette(routes=[*shared, *socket_only], lifespan=lifespan, exception_handlers=handlers)
+    tcp_app = Starlette(routes=shared, exception_handlers=handlers)
+    guard = Guard(app, token=token, port=port, tcp_app=tcp_app)
     guard.state = state
     return guard
-
-
-async def _start_ui(
-    state: dict[str, Any], pool: Pool, warm: WarmWorkspace, port: int, writable: bool
-) -> str:
-    """Serve the inspector of ``warm``'s workspace on 127.0.0.1:``port`` (once per workspace
-    and port); its URL.
-
-    Raises:
-        MemdirError: the port is taken by something else.
-    """
-    import uvicorn
-
-    from memdir.ui.app import create_app as create_ui
-    from memdir.ui.inspector import UIOptions
-    from memdir.ui.server import bind, loopback_hosts
-
-    running: dict[tuple[Path, int, bool], str] = state.setdefault("ui", {})
-    key = (warm.root, port, writable)
-    if key in running:
-        return running[key]
-    sock = bind("127.0.0.1", port)
-    bound = sock.getsockname()[1]
-    options = UIOptions(writable=writable, allowed_hosts=loopback_hosts("127.0.0.1"))
-    root, scope = warm.root, warm.scope
-    app = create_ui(warm.memory, options, lambda: pool.lend(root, scope))
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:  # the service's own handlers stay
-            yield
-
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", server_header=False
-    )
-    state["tasks"].start_soon(Server(config).serve, [sock])
-    url = f"http://127.0.0.1:{bound}/"
-    running[key] = url
-    return url
 
 
 def claude_projects() -> list[Path]:
@@ -323,8 +324,14 @@ async def _reap(pool: Pool, idle: Callable[[], None]) -> None:
     ``pool.idle_s``."""
     while True:
         await anyio.sleep(min(REAP_EVERY_S, pool.idle_s / 2))
-        for warm in await anyio.to_thread.run_sync(pool.close_idle):
-            if warm.mcp is not None:
-                warm.mcp[1].cancel()
+        _forget_closed(await anyio.to_thread.run_sync(pool.close_idle))
         if pool.idle_for() >= pool.idle_s:
             idle()
+
+
+def _forget_closed(closed: list[WarmWorkspace]) -> None:
+    """Stop the MCP servers of closed workspaces (on the event loop, where they run)."""
+    for warm in closed:
+        if warm.mcp is not None:
+            warm.mcp[1].cancel()
+            warm.mcp = None

@@ -27,6 +27,7 @@ from memdir import __version__
 from memdir.config import load_config, memdir_home
 from memdir.errors import MemdirError
 from memdir.service import state as files
+from memdir.service import unix_socket
 from memdir.service.protocol import post
 
 log = logging.getLogger("memdir.service")
@@ -61,26 +62,33 @@ def run(
         where = f" (pid {running.pid}, port {running.port})" if running else ""
         raise MemdirError(f"a memdir service already runs for {home}{where}") from None
     try:
-        token = files.token(home)
+        files.token(home)  # made now if there is none; requests check the file as it is then
         sock = bind("127.0.0.1", settings.port if port is None else port)
         bound = sock.getsockname()[1]
-        local = files.bind_socket(home)
-        pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
-        app = create_app(pool, token=token, port=lambda: bound, exit_when_idle=exit_when_idle)
+        local = unix_socket.bind(home)
+        pool = Pool(
+            idle_s=60.0 * (idle_minutes or settings.idle_minutes),
+            max_open=settings.max_workspaces,
+        )
+        token = files.TokenFile(home)
+        app = create_app(
+            pool, token=token.current, port=lambda: bound, exit_when_idle=exit_when_idle
+        )
         config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
         server = _server_class()(config)
         app.state["stop"] = lambda: setattr(server, "should_exit", True)
+        app.state["stopping"] = lambda: bool(server.should_exit)  # SIGTERM sets it too
         started = datetime.now(UTC).isoformat(timespec="seconds")
-        files.write_state(files.ServiceState(bound, os.getpid(), __version__, started), home)
+        running = files.ServiceState(bound, os.getpid(), __version__, started, str(local.path))
+        files.write_state(running, home)
         log.warning(
             "memdir service %s listening on 127.0.0.1:%s (pid %s)", __version__, bound, os.getpid()
         )
         try:
-            server.run(sockets=[sock, local])
+            server.run(sockets=[sock, local.sock])
         finally:
             files.clear_state(os.getpid(), home)
-            with contextlib.suppress(OSError):
-                os.unlink(local.getsockname())
+            local.remove()
     finally:
         lock.release()
 
@@ -129,13 +137,23 @@ def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dic
     found = health()
     if found is not None:
         return found
-    log_path = _spawn(exit_when_idle=exit_when_idle)
+    # A service that holds the lock is starting, or runs and does not answer: a second one
+    # would only find the lock taken, so wait for the first.
+    held = files.service_running()
+    log_path = files.folder() / files.LOG_FILE if held else _spawn(exit_when_idle=exit_when_idle)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         time.sleep(0.1)
         found = health()
         if found is not None:
             return found
+    if held:
+        running = files.read_state()
+        who = f" (pid {running.pid})" if running else ""
+        raise MemdirError(
+            f"a memdir service runs{who} but did not answer within {wait:.0f} s: see "
+            f"{log_path}; `memdir daemon stop`, then start it again"
+        )
     raise MemdirError(f"the memdir service did not start within {wait:.0f} s: see {log_path}")
 
 

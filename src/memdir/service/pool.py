@@ -1,6 +1,9 @@
 """The warm workspaces of the service: per workspace folder and scope, one open
 :class:`~memdir.memory.Memory` with its lock, tools, file watcher and background embedding,
-opened on first use and closed after ``[service] idle_minutes`` without a request.
+opened on first use and closed after ``[service] idle_minutes`` without a request; at most
+``[service] max_workspaces`` of them at once (asking for one more closes the least recently
+used one that no call holds), all watched through one
+:class:`~memdir.watch.SharedObserver` (one inotify instance, not one per workspace).
 
 Every request that uses a workspace borrows it (:meth:`Pool.lend`) under its lock, the lock the
 watcher and the MCP tools share, so one workspace serves one call at a time and two
@@ -27,7 +30,7 @@ from memdir.deadline import abandoned_calls
 from memdir.errors import MemdirError
 from memdir.mcp_server import CALL_TIMEOUT_S, MemoryTools
 from memdir.memory import Memory
-from memdir.watch import WorkspaceWatcher
+from memdir.watch import SharedObserver, WorkspaceWatcher
 from memdir.workspace import STATE_DIR
 
 log = logging.getLogger("memdir.service")
@@ -38,6 +41,11 @@ Key = tuple[Path, str]
 class NotServed(MemdirError):
     """The service does not serve this workspace (it is not a folder): the client runs the
     command itself, which says why."""
+
+
+class PoolFull(NotServed):
+    """Every workspace slot is held by a call in progress: nothing can be closed to open
+    another (the client runs the command itself; an MCP client is told to try again)."""
 
 
 def config_files(root: Path) -> tuple[Path, Path]:
@@ -79,12 +87,17 @@ class WarmWorkspace:
     def lock(self) -> threading.Lock:
         return self.tools.lock
 
+    #: Watches through the pool's observer (None: one of its own).
+    observer: SharedObserver | None = None
+
     @classmethod
-    def open(cls, root: Path, scope: str, *, watch: bool = True) -> WarmWorkspace:
+    def open(
+        cls, root: Path, scope: str, *, watch: bool = True, observer: SharedObserver | None = None
+    ) -> WarmWorkspace:
         stamp = _stamp(config_files(root))
         memory = Memory(root, scope=scope)
         tools = MemoryTools(memory, lock=threading.Lock())
-        warm = cls(root, scope, tools, None, stamp)
+        warm = cls(root, scope, tools, None, stamp, observer=observer)
         tools.on_start_over = warm.watch_again
         memory.start_background_embedding()
         if watch:
@@ -92,7 +105,13 @@ class WarmWorkspace:
         return warm
 
     def _watch(self) -> WorkspaceWatcher | None:
-        watcher = WorkspaceWatcher(self.memory, lock=self.lock, on_error=_sync_failed, warm=True)
+        watcher = WorkspaceWatcher(
+            self.memory,
+            lock=self.lock,
+            on_error=_sync_failed,
+            warm=True,
+            observer=self.observer,
+        )
         try:
             return watcher.start()
         except Exception as exc:  # no watcher: searches still sync first
@@ -114,10 +133,14 @@ class WarmWorkspace:
             self.watcher = self._watch()
 
     def close(self) -> None:
-        self.closed = True
+        """Stop watching, then close the Memory once no call holds it. The watcher stops
+        first, without the lock: a sync it runs holds the lock and is waited for."""
+        self.closed = True  # a lender that gets the lock next asks the pool again
         if self.watcher is not None:
             self.watcher.stop()
-        self.memory.close()
+            self.watcher = None
+        with self.lock:
+            self.memory.close()
 
 
 class Pool:
@@ -126,16 +149,21 @@ class Pool:
     Args:
         idle_s: seconds without a request after which a workspace is closed.
         watch: watch each workspace's files (off in some tests).
+        max_open: the most workspaces open at once (``[service] max_workspaces``).
     """
 
-    def __init__(self, *, idle_s: float = 1800.0, watch: bool = True) -> None:
+    def __init__(self, *, idle_s: float = 1800.0, watch: bool = True, max_open: int = 16) -> None:
         self.idle_s = idle_s
         self.watch = watch
+        self.max_open = max_open
+        #: The one observer every workspace is watched through.
+        self.observer = SharedObserver()
         self._entries: dict[Key, WarmWorkspace] = {}
         self._opening: dict[Key, threading.Lock] = {}
         self._guard = threading.Lock()
         self._closed: list[WarmWorkspace] = []
         self._last_close = time.monotonic()
+        self._reserved = 0  # slots taken by workspaces being opened
 
     def served(self) -> list[WarmWorkspace]:
         with self._guard:
@@ -159,13 +187,50 @@ class Pool:
             if warm is not None and warm.stale():
                 self._retire(key, warm, "its config changed")
                 warm = None
-            if warm is None:
-                warm = WarmWorkspace.open(key[0], scope, watch=self.watch)
+        if warm is None:
+            # A slot first, holding no lock of this workspace: closing another one waits for
+            # the call that holds it, and that call may be waiting for this workspace.
+            self._reserve()
+            try:
+                with opening:
+                    with self._guard:
+                        warm = self._entries.get(key)
+                    if warm is None:
+                        warm = WarmWorkspace.open(
+                            key[0], scope, watch=self.watch, observer=self.observer
+                        )
+                        with self._guard:
+                            self._entries[key] = warm
+                        log.info("memdir service: opened %s (%s)", key[0], scope)
+            finally:
                 with self._guard:
-                    self._entries[key] = warm
-                log.info("memdir service: opened %s (%s)", key[0], scope)
+                    self._reserved -= 1
         warm.last_used = time.monotonic()
         return warm
+
+    def _reserve(self) -> None:
+        """Take a slot for a workspace about to be opened, closing the least recently used
+        workspaces that no call holds until one is free.
+
+        Raises:
+            PoolFull: every open workspace is held by a call.
+        """
+        while True:
+            with self._guard:
+                if len(self._entries) + self._reserved < self.max_open:
+                    self._reserved += 1
+                    return
+                oldest = sorted(self._entries.items(), key=lambda item: item[1].last_used)
+            for key, warm in oldest:
+                if warm.lock.acquire(timeout=0):  # not in use: it may go
+                    warm.lock.release()
+                    self._drop(key, warm, f"the least recently used of {self.max_open}")
+                    break
+            else:
+                raise PoolFull(
+                    f"the service has {self.max_open} workspaces open, all in use "
+                    "([service] max_workspaces); try again in a moment"
+                )
 
     @contextlib.contextmanager
     def lend(
@@ -208,6 +273,11 @@ class Pool:
             if warm.lock.acquire(timeout=0):  # in use: next time
                 warm.lock.release()
                 self._drop(key, warm, "idle")
+        return self.take_closed()
+
+    def take_closed(self) -> list[WarmWorkspace]:
+        """The workspaces closed since the last call (idle, the least recently used, or
+        reopened after a config change), for what the app keeps beside them (MCP servers)."""
         with self._guard:
             closed, self._closed = self._closed, []
         return closed
@@ -237,8 +307,7 @@ class Pool:
                 del self._entries[key]
             self._closed.append(warm)
             self._last_close = time.monotonic()
-        with warm.lock:
-            warm.close()
+        warm.close()
         log.info("memdir service: closed %s (%s): %s", key[0], key[1], why)
 
     def close(self) -> None:
@@ -246,6 +315,7 @@ class Pool:
             entries = list(self._entries.items())
         for key, warm in entries:
             self._drop(key, warm, "the service stops")
+        self.observer.stop()
 
 
 def _sync_failed(exc: Exception) -> None:

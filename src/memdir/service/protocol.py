@@ -13,6 +13,10 @@ here imports more than ``os`` (and ``_socket`` when a request is sent).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import _socket
 
 #: The commands the service runs for a client (their output does not depend on this process).
 SERVED = frozenset({"search", "get", "remember", "status", "hook"})
@@ -72,17 +76,10 @@ def command_of(argv: list[str]) -> str | None:
 
 
 def socket_path(home: str | None = None) -> str:
-    """The service's Unix socket: ``$MEMDIR_HOME/service/service.sock``, or, when that path is
-    too long for a socket address (over 100 bytes), one named after it in a private folder
-    ``/tmp/memdir-<uid>/``."""
-    folder = service_dir(home)
-    path = os.path.join(folder, SOCKET_FILE)
-    if len(path.encode("utf-8", "surrogateescape")) <= 100:
-        return path
-    import hashlib
-
-    digest = hashlib.sha256(os.path.abspath(folder).encode("utf-8", "surrogateescape"))
-    return os.path.join(f"/tmp/memdir-{os.getuid()}", digest.hexdigest()[:16] + ".sock")
+    """Where the service's Unix socket is when ``service.json`` does not say:
+    ``$MEMDIR_HOME/service/service.sock`` (:mod:`memdir.service.unix_socket` chooses another
+    private folder when that path is too long or cannot be used, and writes it there)."""
+    return os.path.join(service_dir(home), SOCKET_FILE)
 
 
 def read_endpoint(home: str | None = None) -> tuple[str, str] | None:
@@ -94,13 +91,16 @@ def read_endpoint(home: str | None = None) -> tuple[str, str] | None:
     token = _read_private(os.path.join(folder, TOKEN_FILE), 256)
     if state is None or token is None or not _alive(_number_in(state, b'"pid":')):
         return None
-    sock = socket_path(home)
+    sock = _string_in(state, b'"socket":') or socket_path(home)
     try:
         info = os.lstat(sock)
+        where = os.lstat(os.path.dirname(sock))
     except OSError:
         return None
     if info.st_uid != os.getuid() or (info.st_mode & 0o170000) != 0o140000:
         return None
+    if where.st_uid != os.getuid() or (where.st_mode & 0o170077) != 0o040000:
+        return None  # not a private folder of ours (0700, not a link): it could be swapped
     value = token.decode("ascii", "replace").strip()
     return (sock, value) if value else None
 
@@ -132,6 +132,28 @@ def _alive(pid: int | None) -> bool:
     except PermissionError:
         return False  # another user's process: not our service
     return True
+
+
+def _string_in(state: bytes, key: bytes) -> str | None:
+    """The ``"key": "…"`` of the state file, written by ``json.dumps`` (ASCII, with JSON's
+    escapes), read without json (see the module's docstring)."""
+    at = state.find(key)
+    if at < 0:
+        return None
+    rest = state[at + len(key) :].lstrip()
+    if not rest.startswith(b'"'):
+        return None
+    end = 1
+    while end < len(rest) and rest[end] != 0x22:  # the closing quote, not an escaped one
+        end += 2 if rest[end] == 0x5C else 1
+    if end >= len(rest):
+        return None
+    try:
+        text = rest[1:end].decode("ascii").encode("ascii").decode("unicode_escape")
+        # \ud83d\ude00 pairs joined; a lone surrogate kept (a name that is not UTF-8).
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    except UnicodeError:
+        return None
 
 
 def _number_in(state: bytes, key: bytes) -> int | None:
@@ -238,6 +260,73 @@ def post(
     finally:
         sock.close()
     return parse_response(b"".join(chunks))
+
+
+def post_and_hold(
+    sock_path: str, token: str, path: str, *, timeout: float = 60.0
+) -> tuple[int, bytes, _socket.socket | None]:
+    """``POST`` to ``path`` over the Unix socket and read the answer's first line, leaving the
+    connection open (``/v1/ui``: the service keeps the inspector while it is): the status, the
+    first line of the body (a refusal's whole body), and the open connection (None after a
+    refusal); the caller waits on it (``recv`` returns ``b""`` once the service lets go) and
+    closes it.
+
+    Raises:
+        OSError: no connection, a timeout, or an answer that is not HTTP.
+    """
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.connect(sock_path)
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: memdir\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Length: 0\r\n\r\n"
+        )
+        sock.sendall(head.encode("ascii"))
+        sock.settimeout(timeout)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += _received(sock)
+        status, _ = parse_response(data.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n")
+        if status != 200:
+            while chunk := sock.recv(65536):
+                data += chunk
+            sock.close()
+            return status, parse_response(data)[1], None
+        body = data.split(b"\r\n\r\n", 1)[1]
+        while b"\n" not in _unchunk_open(body):
+            body += _received(sock)
+        return status, _unchunk_open(body).split(b"\n", 1)[0], sock
+    except ValueError as exc:  # a chunk size that is not hex
+        sock.close()
+        raise OSError("the service's answer is not HTTP") from exc
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _received(sock: _socket.socket) -> bytes:
+    chunk = sock.recv(65536)
+    if not chunk:
+        raise OSError("the service closed the connection")
+    return chunk
+
+
+def _unchunk_open(data: bytes) -> bytes:
+    """The data of the complete chunks at the start of a chunked body still being sent."""
+    out = []
+    while True:
+        size_line, sep, rest = data.partition(b"\r\n")
+        if not sep:
+            break
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0 or len(rest) < size:
+            break
+        out.append(rest[:size])
+        data = rest[size + 2 :]
+    return b"".join(out)
 
 
 def parse_response(raw: bytes) -> tuple[int, bytes]:

@@ -1,7 +1,7 @@
 """The service's files under ``$MEMDIR_HOME/service/``: who runs, where, with which token.
 
-- ``service.json``: ``{"port", "pid", "version", "started"}`` of the running service, written
-  once it listens and removed when it stops (a stale one, its pid gone, is ignored);
+- ``service.json``: ``{"port", "pid", "version", "started", "socket"}`` of the running service,
+  written once it listens and removed when it stops (a stale one, its pid gone, is ignored);
 - ``token``: the per-user secret every request must carry (``Authorization: Bearer …``), mode
   0600, made once and kept (Claude Code's settings name it), new with ``memdir daemon token
   --rotate``;
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
-import socket
 import stat
 import tempfile
 from dataclasses import asdict, dataclass
@@ -29,13 +29,9 @@ from filelock import FileLock, Timeout
 from memdir.config import memdir_home
 from memdir.errors import MemdirError
 from memdir.fileio import atomic_write
-from memdir.service.protocol import (
-    SERVICE_DIR,
-    STATE_FILE,
-    TOKEN_FILE,
-    read_endpoint,
-    socket_path,
-)
+from memdir.service.protocol import SERVICE_DIR, STATE_FILE, TOKEN_FILE, read_endpoint
+
+log = logging.getLogger("memdir.service")
 
 LOCK_FILE = "service.lock"
 LOG_FILE = "service.log"
@@ -54,6 +50,8 @@ class ServiceState:
     pid: int
     version: str
     started: str
+    #: Its Unix socket (:mod:`memdir.service.unix_socket`); "" from a service before issue 35.
+    socket: str = ""
 
     def alive(self) -> bool:
         """Whether its process still exists (it may be another user's reused pid: the token
@@ -91,6 +89,7 @@ def read_state(home: Path | None = None) -> ServiceState | None:
             pid=int(data["pid"]),
             version=str(data["version"]),
             started=str(data["started"]),
+            socket=str(data.get("socket", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -137,6 +136,39 @@ def token(home: Path | None = None, *, rotate: bool = False) -> str:
     return _read_token(path)
 
 
+class TokenFile:
+    """The token as its file holds it now, for the running service: read again whenever the
+    file changes (``memdir daemon token --rotate`` while the service runs), so the new token
+    works at once and the old one stops working (docs/design.md#the-per-user-service).
+
+    A token file that is gone or refused (others can read it, not a regular file) lets no
+    request in until it is put right; the refusal is logged once per change.
+    """
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.path = folder(home) / TOKEN_FILE
+        self._seen: tuple[int, int, int, int] | None = None
+        self._value = ""
+
+    def current(self) -> str:
+        """The token now ("" when there is none that can be used: nothing matches it)."""
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            seen = None
+        else:
+            seen = (info.st_ino, info.st_mtime_ns, info.st_size, info.st_mode)
+        if seen is None or seen != self._seen:
+            try:
+                self._value = _read_token(self.path)
+            except (OSError, MemdirError) as exc:
+                if self._value or self._seen != seen:
+                    log.warning("memdir service: no usable token, every request refused: %s", exc)
+                self._value = ""
+            self._seen = seen
+        return self._value
+
+
 def _read_token(path: Path) -> str:
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
@@ -179,33 +211,3 @@ def runs_memdir_service(pid: int) -> bool:
     except OSError:
         return False
     return b"daemon" in command and b"run" in command
-
-
-def bind_socket(home: Path | None = None) -> socket.socket:
-    """The service's Unix socket (:func:`memdir.service.protocol.socket_path`), bound, mode
-    0600, in a folder only this user can enter (a stale socket of ours is replaced).
-
-    Raises:
-        MemdirError: the folder is not ours and private, or the socket cannot be bound.
-    """
-    path = Path(socket_path(str(home) if home is not None else None))
-    parent = path.parent
-    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = parent.lstat()
-    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise MemdirError(f"{parent} is not a private folder of yours: the service needs one")
-    with contextlib.suppress(FileNotFoundError):
-        old = path.lstat()
-        if not stat.S_ISSOCK(old.st_mode) or old.st_uid != os.getuid():
-            raise MemdirError(f"{path} is in the way of the service's socket: remove it")
-        path.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(str(path))
-        os.chmod(path, 0o600)
-        sock.listen(64)
-    except OSError as exc:
-        sock.close()
-        raise MemdirError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
-    sock.set_inheritable(True)
-    return sock

@@ -58,7 +58,8 @@ def create_app(
 
     Args:
         memory: the workspace to show; the caller keeps it open while the app runs.
-        options: writability, token, accepted hosts (default: read-only, loopback only).
+        options: writability, sign-in, token, accepted hosts (default: read-only, loopback
+            only, a session needed: :attr:`UIOptions.access` issues the sign-in codes).
     """
     options = options or UIOptions()
     routes = [
@@ -86,6 +87,7 @@ def create_app(
             Middleware(
                 Guard,
                 csrf=options.csrf,
+                access=options.access,
                 token=options.token,
                 allowed_hosts=options.allowed_hosts,
             )

@@ -20,6 +20,7 @@ from starlette.responses import HTMLResponse
 from memdir import __version__
 from memdir.memory import Memory
 from memdir.ui import present
+from memdir.ui.access import Access, Confirmations
 from memdir.ui.security import LOOPBACK_NAMES
 
 T = TypeVar("T")
@@ -32,15 +33,18 @@ class UIOptions:
     Attributes:
         writable: allow the actions that write memory (applying a dream run); each still needs
             an explicit confirmation. Off: the inspector only reads.
-        token: when set, every request must carry it (required beyond loopback).
+        token: a fixed token that lets a request in besides a session (``MEMDIR_UI_TOKEN``).
         allowed_hosts: Host header names accepted; empty accepts any (with a token).
         csrf: the per-process token a write must carry.
+        access: the one-time sign-in codes and the sessions they open (every request needs
+            a session or the fixed token).
     """
 
     writable: bool = False
     token: str | None = None
     allowed_hosts: tuple[str, ...] = LOOPBACK_NAMES
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    access: Access = field(default_factory=Access)
 
 
 NAV = (
@@ -69,6 +73,8 @@ class Inspector:
         self.lender = lender
         self.root = str(memory.workspace.root)
         self.lock = threading.Lock()
+        #: The codes that confirm a previewed dream run (once each, for 10 minutes).
+        self.confirmations = Confirmations()
         self.templates = Environment(
             loader=PackageLoader("memdir.ui", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),

@@ -7,9 +7,14 @@ writes, and pages that load nothing from elsewhere.
   loopback address given with ``--host`` (``127.0.0.2``) are accepted as the request's Host, so
   a web page cannot reach the inspector through DNS rebinding (a hostile name that resolves to
   127.0.0.1).
-- **Token.** When one is set (always when listening beyond loopback), every request carries it:
-  ``Authorization: Bearer …``, the ``memdir_ui`` cookie, or ``?token=…`` once, which sets the
-  cookie (HttpOnly, SameSite=Strict) and redirects to the same URL without it.
+- **Credential.** Every request, for every page, ``/api/`` route and static file, needs one
+  (a second Unix user read every note through an inspector on 127.0.0.1: issue 35). The URL
+  ``memdir ui`` prints holds a one-time sign-in code (``?token=…``,
+  :class:`~memdir.ui.access.Access`): the first request that brings it gets a session as the
+  ``memdir_ui_<port>`` cookie (HttpOnly, SameSite=Strict) and is redirected to the same URL
+  without it; the code is then spent. A fixed token (``MEMDIR_UI_TOKEN``) is let in as
+  ``Authorization: Bearer …``, as the cookie, or in ``?token=…``, which sets the cookie.
+  Without one: 401.
 - **Writes.** Any method but GET/HEAD needs the per-process CSRF token in the
   ``X-Memdir-CSRF`` header (a cross-site form cannot set a header) and, when the browser sends
   them, a same-origin ``Origin`` and ``Sec-Fetch-Site``.
@@ -31,6 +36,8 @@ from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memdir.ui.access import Access
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 #: The token cookie's name, followed by the port (cookies do not tell ports apart, and two
@@ -99,7 +106,8 @@ class Guard:
     Args:
         app: the application behind it.
         csrf: the token writes must carry in ``X-Memdir-CSRF``.
-        token: when set, every request must carry it.
+        access: the sign-in codes and sessions.
+        token: a fixed token that also lets a request in (``MEMDIR_UI_TOKEN``).
         allowed_hosts: Host names accepted; empty accepts any (remote access with a token).
     """
 
@@ -108,11 +116,13 @@ class Guard:
         app: ASGIApp,
         *,
         csrf: str,
+        access: Access,
         token: str | None = None,
         allowed_hosts: Iterable[str] = LOOPBACK_NAMES,
     ) -> None:
         self.app = app
         self.csrf = csrf
+        self.access = access
         self.token = token
         self.allowed_hosts = frozenset(h.lower().strip("[]") for h in allowed_hosts)
 
@@ -153,27 +163,45 @@ class Guard:
                 f"unexpected Host header {host!r}: open the inspector "
                 "at the address `memdir ui` printed",
             )
-        if self.token is not None:
-            given = conn.query_params.get("token")
-            if given is not None and _same(given, self.token) and method in SAFE_METHODS:
-                return _drop_token_from_url(conn, self.token)
-            if not self._has_token(conn):
-                return _refuse(
-                    conn,
-                    401,
-                    "this inspector needs its token: use the URL with "
-                    "?token=… that `memdir ui` printed",
-                )
+        signed_in = self._signed_in(conn)
+        given = conn.query_params.get("token")
+        if given is not None and method in SAFE_METHODS:
+            cookie = self._sign_in(given)
+            if cookie is not None or signed_in:  # a spent link in a signed-in browser: fine
+                return _drop_token_from_url(conn, cookie)
+            return _refuse(
+                conn,
+                401,
+                "this sign-in link was used already, or is not this inspector's: "
+                "run `memdir ui` again for a new one",
+            )
+        if not signed_in:
+            return _refuse(
+                conn,
+                401,
+                "this inspector needs the sign-in link `memdir ui` printed "
+                "(http://…/?token=…): open it once in this browser",
+            )
         if method not in SAFE_METHODS:
             return self._check_write(conn, headers)
         return None
 
-    def _has_token(self, conn: HTTPConnection) -> bool:
-        assert self.token is not None
-        auth = conn.headers.get("authorization", "")
-        if auth.lower().startswith("bearer ") and _same(auth[7:].strip(), self.token):
-            return True
-        return _same(conn.cookies.get(token_cookie(conn), ""), self.token)
+    def _sign_in(self, given: str) -> str | None:
+        """The cookie a ``?token=`` value sets: the fixed token itself, or the new session a
+        sign-in code opens; None when it is neither."""
+        if self.token is not None and _same(given, self.token):
+            return self.token
+        return self.access.sign_in(given)
+
+    def _signed_in(self, conn: HTTPConnection) -> bool:
+        cookie = conn.cookies.get(token_cookie(conn), "")
+        if self.token is not None:
+            auth = conn.headers.get("authorization", "")
+            if auth.lower().startswith("bearer ") and _same(auth[7:].strip(), self.token):
+                return True
+            if _same(cookie, self.token):
+                return True
+        return self.access.allows(cookie)
 
     def _check_write(self, conn: HTTPConnection, headers: Headers) -> Response | None:
         if not _same(headers.get(CSRF_HEADER, ""), self.csrf):
@@ -202,14 +230,16 @@ def _refuse(conn: HTTPConnection, status: int, message: str) -> Response:
     return PlainTextResponse(f"memdir ui: {message}\n", status_code=status)
 
 
-def _drop_token_from_url(conn: HTTPConnection, token: str) -> Response:
+def _drop_token_from_url(conn: HTTPConnection, cookie: str | None) -> Response:
+    """A redirect to the same URL without ``?token=``, setting ``cookie`` when given."""
     kept = urlencode([(k, v) for k, v in conn.query_params.multi_items() if k != "token"])
     # The path as the route saw it (decoded), encoded again: a literal "%" becomes "%25".
     path = quote(conn.scope["path"], safe=_PATH_CHARS.replace("%", ""))
     target = same_origin(path + (f"?{kept}" if kept else ""))
     response = RedirectResponse(target, status_code=303)
-    name = token_cookie(conn)
-    response.set_cookie(name, token, httponly=True, samesite="strict", path="/")
+    if cookie is not None:
+        name = token_cookie(conn)
+        response.set_cookie(name, cookie, httponly=True, samesite="strict", path="/")
     return response
 
 

@@ -7,7 +7,6 @@ in use is one clear error.
 from __future__ import annotations
 
 import errno
-import secrets
 import socket
 import threading
 import webbrowser
@@ -25,7 +24,8 @@ DEFAULT_PORT = 8765
 
 @dataclass(frozen=True)
 class Listening:
-    """Where the inspector listens, and the URL to open (with the token when one is needed)."""
+    """Where the inspector listens, and the URL to open (with a one-time sign-in code, or the
+    fixed token)."""
 
     host: str
     port: int
@@ -57,8 +57,9 @@ def plan(
 ) -> tuple[socket.socket, Listening]:
     """Check the host, bind it and decide the options.
 
-    Beyond loopback the inspector needs ``allow_remote`` and always requires a token
-    (``token`` or a new random one).
+    Every request needs a credential (:mod:`memdir.ui.security`): the URL holds a one-time
+    sign-in code, or ``token`` (``MEMDIR_UI_TOKEN``) when one is given, which works every time.
+    Beyond loopback the inspector needs ``allow_remote``.
 
     Raises:
         MemdirError: a non-loopback host without ``allow_remote``, or the bind failed.
@@ -67,10 +68,8 @@ def plan(
     if not local and not allow_remote:
         raise MemdirError(
             f"refusing to listen on {host}: the inspector shows private memory; it listens on "
-            "127.0.0.1 only unless you pass --allow-remote (a token is then required)"
+            "127.0.0.1 only unless you pass --allow-remote"
         )
-    if not local:
-        token = token or secrets.token_urlsafe(24)
     options = UIOptions(
         writable=writable,
         token=token,
@@ -79,9 +78,7 @@ def plan(
     sock = bind(host, port)
     bound_port = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    url = f"http://{shown}:{bound_port}/"
-    if token:
-        url += f"?token={token}"
+    url = f"http://{shown}:{bound_port}/?token={token or options.access.issue()}"
     return sock, Listening(host, bound_port, url, options)
 
 

@@ -1,8 +1,10 @@
 """``/dreaming``: recall counts per entry, each candidate's six factor scores and the gates it
 passes or fails, the MEMORY.md budget (person-written vs generated), the last runs, and a
 preview of a dream run. Applying it (``POST /api/dreaming/apply``) needs ``memdir ui
---writable``, the page's CSRF token, and the confirmation code of the preview the person saw:
-if anything changed since (MEMORY.md edited, new recalls), the apply is refused with 409 and the
+--writable``, the inspector's session and the page's CSRF token (:mod:`memdir.ui.security`), and
+a fresh confirmation: the code issued for the preview the person saw
+(:class:`~memdir.ui.access.Confirmations`), taken once and within 10 minutes. A code spent or
+too old, or a preview out of date (MEMORY.md edited, new recalls) is refused with 409 and the
 person previews again.
 """
 
@@ -27,7 +29,8 @@ RUNS_SHOWN = 10
 
 
 def confirmation(report: DreamReport) -> str:
-    """A short code naming exactly what an apply of ``report``'s preview would write."""
+    """A digest naming exactly what an apply of ``report``'s preview would write (a
+    confirmation code is issued for it: :class:`~memdir.ui.access.Confirmations`)."""
     p = report.promotion
     payload = {
         "gates": report.gates.name,
@@ -55,15 +58,16 @@ def _state(memory: Memory, gates: str) -> dict[str, Any]:
 def api(request: Request) -> Response:
     """``GET /api/dreaming?gates=manual|schedule``: the preview report (``memdir dream
     --json``), the budget, the last runs and the confirmation code of this preview."""
+    ui = inspector(request)
     gates = _gates(request.query_params.get("gates"))
-    state = inspector(request).call(lambda m: _state(m, gates))
+    state = ui.call(lambda m: _state(m, gates))
     report: DreamReport = state["report"]
     return JSONResponse(
         {
             "report": report.to_dict(),
             "budget": state["budget"].to_dict(),
             "runs": [e.to_dict() for e in state["runs"]],
-            "confirm": confirmation(report),
+            "confirm": ui.confirmations.issue(confirmation(report)),
         }
     )
 
@@ -84,7 +88,7 @@ def page(request: Request) -> Response:
         "selected": [c for c in open_candidates if c.selected],
         "budget": state["budget"],
         "runs": state["runs"],
-        "confirm": confirmation(report),
+        "confirm": ui.confirmations.issue(confirmation(report)),
         "show_preview": request.query_params.get("preview") == "1",
     }
     if request.query_params.get("partial") == "preview":
@@ -113,20 +117,26 @@ async def apply(request: Request) -> Response:
         raise QueryError('send {"gates": "manual", "confirm": CODE} with the preview\'s code')
     gates = _gates(body.get("gates"))
     diary = bool(body.get("diary", False))
-
-    def run(memory: Memory) -> tuple[str, DreamReport | None]:
-        current = confirmation(memory.dream(apply=False, schedule=gates == "schedule"))
-        if current != body["confirm"]:
-            return current, None
-        return current, memory.dream(apply=True, schedule=gates == "schedule", diary=diary)
-
-    current, report = await run_in_threadpool(ui.call, run)
-    if report is None:
+    previewed = ui.confirmations.take(body["confirm"])  # spent now, whatever follows
+    if previewed is None:
         return JSONResponse(
             {
-                "error": "memory changed since this preview: preview again, then apply",
-                "confirm": current,
+                "error": "this confirmation was used already or is over 10 minutes old "
+                "(or not this inspector's): preview again, then apply"
             },
+            status_code=409,
+        )
+
+    def run(memory: Memory) -> DreamReport | None:
+        current = confirmation(memory.dream(apply=False, schedule=gates == "schedule"))
+        if current != previewed:
+            return None
+        return memory.dream(apply=True, schedule=gates == "schedule", diary=diary)
+
+    report = await run_in_threadpool(ui.call, run)
+    if report is None:
+        return JSONResponse(
+            {"error": "memory changed since this preview: preview again, then apply"},
             status_code=409,
         )
     return JSONResponse({"report": report.to_dict(), "summary": report.summary()})
