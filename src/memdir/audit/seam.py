@@ -215,7 +215,9 @@ def recover(workspace: Workspace) -> list[AuditRecord]:
     """
     clear_stale_locks(workspace.state_dir)
     journal.clear_temporary(workspace.state_dir)
-    stored = put_back(workspace)
+    stored, warnings = deferred.commit_held_back(workspace)
+    for warning in warnings:
+        log.warning("%s", warning)
     for intent in journal.pending(workspace.state_dir):
         files: dict[str, tuple[str | None, str]] = {}
         for rel, (before, _) in intent.files.items():
@@ -231,47 +233,6 @@ def recover(workspace: Workspace) -> list[AuditRecord]:
             if op.record is not None:
                 stored.append(op.record)
         journal.clear(workspace.state_dir, intent.id)
-    return stored
-
-
-def put_back(workspace: Workspace) -> list[AuditRecord]:
-    """Put back the lines of writes made while git could not take a commit that git has since
-    removed (:mod:`memdir.audit.deferred`), once it is safe to commit again (call under the
-    lock). Returns the records of what was put back."""
-    kept = deferred.pending(workspace.state_dir)
-    if not kept:
-        return []
-    worktree = git_worktree(workspace)
-    if worktree is not None and unsafe_reason(worktree, (), repo_prefix(workspace, worktree)):
-        return []  # still unsafe: the files keep what was written, nothing to put back yet
-    stored = []
-    for entry in kept:
-        files: dict[str, tuple[str | None, str]] = {}
-        for rel, (before, after) in entry.files.items():
-            try:
-                current = read_text(workspace, rel) or ""
-            except MemdirError:
-                continue
-            _, added = changed_lines(before or "", after)
-            present = set(current.splitlines())
-            if all(text in present for _, text in added):
-                continue
-            restored = carry_change(before or "", after, current)
-            if restored != current:
-                rewrite(workspace, rel, current, restored)
-                files[rel] = (current, restored)
-        if files:
-            lines = sum(len(changed_lines(b or "", a)[1]) for b, a in files.values())
-            intent = Intent(uuid.uuid4().hex[:16], "write", now().astimezone(), None, None, None)
-            intent.summary = (
-                f"put back {plural(lines, 'line')} written while {entry.reason}, "
-                "which git removed since"
-            )
-            op = Operation(workspace, replace(intent, files=files))
-            _finish(workspace, op)
-            if op.record is not None:
-                stored.append(op.record)
-        deferred.drop(workspace.state_dir, entry.record_id)
     return stored
 
 
@@ -349,8 +310,8 @@ def _store(
             logged = log_trail(workspace).append(replace(record, note=paused))
             deferred.save(workspace.state_dir, record.id, reason, files)
             warnings.append(
-                f"{paused}; recorded in .memdir/audit.jsonl instead, and put back should git "
-                "remove it"
+                f"{paused}; recorded in .memdir/audit.jsonl instead and held back, to be "
+                "committed with the next write once git is safe"
             )
             return logged
     git = git_trail(workspace)
