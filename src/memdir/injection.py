@@ -38,9 +38,9 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from memdir.injection_patterns import PATTERNS, SPELLED_PATTERNS
+from memdir.injection_patterns import patterns, spelled_patterns
 
-__all__ = ["PATTERNS", "as_read", "injection_match", "looks_like_injection", "readings"]
+__all__ = ["as_read", "injection_match", "looks_like_injection", "readings"]
 
 #: Removed before matching: zero-width and other invisible format characters a pattern would
 #: otherwise trip over ("ig\u200bnore").
@@ -156,7 +156,7 @@ def injection_match(text: str) -> str | None:
     """The part of ``text`` that reads like a prompt injection (as one of its
     :func:`readings` shows it), or None."""
     for reading in readings(text):
-        for pattern in PATTERNS:
+        for pattern in patterns():
             found = pattern.search(reading)
             if found:
                 return found.group(0)
@@ -169,7 +169,7 @@ def _spelled_match(text: str) -> str | None:
     folded = _fold(as_read(text))
     for run in _SPELLED_RE.finditer(folded):
         squeezed = _NOT_LETTER_RE.sub("", run.group(0))
-        for pattern in SPELLED_PATTERNS:
+        for pattern in spelled_patterns():
             found = pattern.search(squeezed)
             if found:
                 return found.group(0)

@@ -28,6 +28,7 @@ Measured against ordinary notes (LoCoMo, MemoryBank, CMRC 2018) by
 
 from __future__ import annotations
 
+import functools
 import re
 
 # -- English ---------------------------------------------------------------------------------
@@ -322,20 +323,27 @@ def _compile(*groups: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     )
 
 
-#: Every pattern, most common languages first.
-PATTERNS = _compile(
-    STRUCTURE,
-    ENGLISH,
-    CHINESE,
-    (rf"(?:(?:从|從)现在(?:开始|起)|(?:从|從)現在(?:開始|起)){CHINESE_ROLE}",),
-    FRENCH,
-    GERMAN,
-    SPANISH,
-    PORTUGUESE,
-    ITALIAN,
-    RUSSIAN,
-    JAPANESE,
-    KOREAN,
-)
-#: :data:`SPELLED`, compiled.
-SPELLED_PATTERNS = _compile(SPELLED)
+@functools.cache
+def patterns() -> tuple[re.Pattern[str], ...]:
+    """Every pattern, most common languages first, compiled on first use (60 ms: a command
+    that never checks a text does not pay it)."""
+    return _compile(
+        STRUCTURE,
+        ENGLISH,
+        CHINESE,
+        (rf"(?:(?:从|從)现在(?:开始|起)|(?:从|從)現在(?:開始|起)){CHINESE_ROLE}",),
+        FRENCH,
+        GERMAN,
+        SPANISH,
+        PORTUGUESE,
+        ITALIAN,
+        RUSSIAN,
+        JAPANESE,
+        KOREAN,
+    )
+
+
+@functools.cache
+def spelled_patterns() -> tuple[re.Pattern[str], ...]:
+    """:data:`SPELLED`, compiled on first use."""
+    return _compile(SPELLED)

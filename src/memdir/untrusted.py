@@ -30,11 +30,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memdir.injection import PATTERNS as INJECTION_PATTERNS
 from memdir.injection import injection_match, looks_like_injection
 
 __all__ = [
-    "INJECTION_PATTERNS",
     "escape_untrusted",
     "injection_match",
     "looks_like_injection",
