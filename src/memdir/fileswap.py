@@ -125,13 +125,14 @@ def _replace(path: Path, expected: bytes | None, data: bytes, tmp_dir: Path | No
         try:
             check_replaceable(path)  # again, right before the swap
             refuse_read_only(path)
-            if _moved(path, old, seen):
-                return Swap("changed", now=_read_path(path))
-            swapped = _swap(tmp, path, exists=old is not None)
+            swapped = None if _moved(path, old, seen) else _swap(tmp, path, exists=old is not None)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+        if swapped is None:  # changed since it was read: nothing written
+            os.unlink(tmp)
+            return Swap("changed", now=_read_path(path))
         _fsync_dir(path.parent)
         if swapped == "exists":  # a new file, but someone created it first
             with contextlib.suppress(FileNotFoundError):

@@ -93,6 +93,9 @@ def _run(root: Path, run: int, writers: list[Writer], file: str = "MEMORY.md") -
         thread.join(timeout=300)
     if failures:
         raise failures[0]
+    folders = [f for f in (root, root / ".memdir" / "tmp") if f.exists()]
+    leftovers = [p.name for f in folders for p in f.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []  # every temp file of a swap, tried or not, is gone
     lines = set((root / file).read_text(encoding="utf-8").splitlines())
     lost = [
         person_line(i, run) for i in range(1, PERSON_LINES + 1) if person_line(i, run) not in lines
