@@ -95,6 +95,32 @@ ROUND2: list[tuple[str, str, str]] = [
     (f"deploy key:\n{PEM}\nkeep it safe", PEM.splitlines()[1], "private key"),
 ]
 
+_LETTERS = "aBcDeFgHiJkLmNoPqRsTuVwXyZ"
+HUGGING_FACE = _fake("h" + "f_", 34, _LETTERS)
+DIGITALOCEAN = "do" + "p_v1_" + "0123456789abcdef" * 4
+RANDOM_TOKEN = "q7Rt2XbL9mZk4WvY8nPd3sHf"
+
+#: The four formats issue 35's probe found kept by ``memdir remember``, the PreCompact capture
+#: and the session archive, and the general rules (a keyword near a value, a random-looking
+#: string): ``(text, the secret that must not survive, kind)``.
+ROUND3: list[tuple[str, str, str]] = [
+    (f"the Hugging Face token is {HUGGING_FACE}", HUGGING_FACE, "Hugging Face token"),
+    (f"push models with {HUGGING_FACE} from the CI box", HUGGING_FACE, "Hugging Face token"),
+    (f"DigitalOcean API: {DIGITALOCEAN}", DIGITALOCEAN, "DigitalOcean token"),
+    (f"doctl auth init -t {DIGITALOCEAN}", DIGITALOCEAN, "DigitalOcean token"),
+    ("the pw is Tr0ub4dor-77", "Tr0ub4dor-77", "password"),
+    ("NAS pw: kiwi-Gate-42", "kiwi-Gate-42", "password"),
+    ("login/pass: admin / Xk9#2024q", "Xk9#2024q", "password"),
+    ("router user/pass admin/hunter2Blue", "hunter2Blue", "password"),
+    ("login: admin, pass: s3cr3t-Fox", "s3cr3t-Fox", "password"),
+    # A keyword near a value, with no "is" or ":" between.
+    ("wifi password hunter2Blue for the guests", "hunter2Blue", "password"),
+    ("the db pw for staging Xk9#2024q", "Xk9#2024q", "password"),
+    ("the deploy token for staging gH7kL9mQ2xR4tV8wZ1pB", "gH7kL9mQ2xR4tV8wZ1pB", "secret key"),
+    # A random-looking string with no keyword at all.
+    (f"remember this one: {RANDOM_TOKEN}", RANDOM_TOKEN, "high-entropy string"),
+]
+
 #: ``(text, the secret that must not survive, kind)``.
 SECRETS: list[tuple[str, str, str]] = [
     (f"Use the key {OPENAI_OLD} for the batch job", OPENAI_OLD[3:], "OpenAI API key"),
@@ -136,6 +162,7 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"记住我的 GitHub 令牌：{GITHUB_CLASSIC}", GITHUB_CLASSIC, "GitHub token"),
     ("数据库连接串 mysql://root:Pa55word@127.0.0.1/shop", "Pa55word", "password in a URL"),
     *ROUND2,
+    *ROUND3,
     # Found while fixing round 2: "is" / "was" was read before "is now" / "was changed to".
     ("the wifi password is now Blue-Whale-77", "Blue-Whale-77", "password"),
     ("password was changed to Hunter-2024", "Hunter-2024", "password"),
@@ -194,6 +221,19 @@ NORMAL: list[str] = [
     "Our client secret expires on 2026-12-01; rotate it before then",
     "A PEM key starts with -----BEGIN PRIVATE KEY----- and ends with its END line",
     "the admin password: ******** (masked in the screenshot)",
+    # Near misses of the round-3 rules (issue 35).
+    "login at 10:30 tomorrow, then the pw deadline is Friday",
+    "token limit for claude-3-5-sonnet-20241022 is 200k",
+    "Use paraphrase-multilingual-MiniLM-L12-v2 for Chinese notes",
+    "class Base64HighEntropyString flags quoted strings",
+    "commit 9657cf2a1b3c4d5e6f708192a3b4c5d6e7f80912 is on main",
+    "Login with GitHub, then pass the review to Sam",
+    "the login page is at /admin/login",
+    "PIN code changes every 90 days",
+    "user/pass is on the sticky note in the drawer",
+    "hf_hub_download and hf_transfer speed up model downloads",
+    "do_v1_migration ran on 2026-11-30",
+    "the secret sauce is 50% mayo",
     # Lines of code pasted into a note.
     'url += f"?token={token}"',
     "tiktoken = _tiktoken()",

@@ -253,7 +253,7 @@ def _write_and_rename(path: Path, data: bytes, folder: Path) -> None:
         try:
             mode = stat.S_IMODE(os.lstat(path).st_mode)
         except FileNotFoundError:
-            mode = 0o666 & ~_UMASK  # a new file gets the usual mode, not mkstemp's 0600
+            mode = new_file_mode()  # the usual mode, not mkstemp's 0600
         os.chmod(tmp, mode)
         check_replaceable(path)  # again, right before the rename
         refuse_read_only(path)
@@ -400,6 +400,11 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+
+def new_file_mode() -> int:
+    """The mode a new file gets (0666 less the umask), not a temp file's 0600."""
+    return 0o666 & ~_UMASK
 
 
 def _lock_name(path: Path) -> str:

@@ -20,21 +20,19 @@ reads — sits inside a fence (``<memdir-memory>``, ``<relevant-memories>``, ``<
 Look-alikes of the brackets (full-width ``＜＞``, ``〈〉``, ``‹›``) are left as written: they
 cannot close a fence for any parser, and escaping them would change ordinary Chinese text.
 
-Writers are stricter than the display: :func:`looks_like_injection` is the check auto-capture,
-the memory flush, extraction and dreaming apply before a line reaches a memory file. It reads
-the text the way a model would (HTML entities decoded, NFKC-normalised so full-width letters
-and brackets count, zero-width characters removed, tag characters turned back into ASCII) and
-matches :data:`INJECTION_PATTERNS`.
+Writers are stricter than the display: :func:`looks_like_injection` (:mod:`memdir.injection`,
+re-exported here) is the check auto-capture, the memory flush, extraction and dreaming apply
+before a line reaches a memory file, in any language and disguise.
 """
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 
+from memdir.injection import injection_match, looks_like_injection
+
 __all__ = [
-    "INJECTION_PATTERNS",
     "escape_untrusted",
     "injection_match",
     "looks_like_injection",
@@ -86,89 +84,3 @@ def preview(text: str, limit: int = 80) -> str:
     what was refused (a terminal is no safer a place for an escape sequence than a prompt)."""
     shown = escape_untrusted(" ".join(text.split()), one_line=True)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
-
-
-def _compile(*patterns: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.I | re.M) for p in patterns)
-
-
-#: Names of the tags a prompt is built from, memdir's fences among them: ``<system>``,
-#: ``</memdir-memory>``, ``<tool_result>``.
-_TAG_NAMES = (
-    r"system|assistant|user|developer|tool|function|instructions?|im_start|im_end|"
-    r"memdir-[\w-]*|relevant-memories|daily-notes|conversation-summary|transcript|"
-    r"system-reminder"
-)
-
-#: A text matching any of these is never written to memory by memdir on its own: it reads like
-#: an attempt to plant instructions, like text a system injects into a prompt, or like a shell
-#: command that runs what it downloads.
-INJECTION_PATTERNS = _compile(
-    # "Ignore / forget / override the previous instructions".
-    r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}\b(?:previous|prior|above|earlier|all|"
-    r"your|the|any)\b.{0,30}\b(?:instructions?|rules?|prompts?|messages?|guidelines?|context)\b",
-    r"\bforget (?:everything|all)(?: that)? you(?:'ve| have)? "
-    r"(?:been told|were told|know|learned)\b",
-    r"\b(?:do not|don't|never|stop) (?:follow|obey)(?:ing)? (?:your (?:\w+ )?|(?:the|any|all) "
-    r"(?:previous|prior|system|original|above) )(?:rules|instructions|guidelines)\b",
-    r"\bsystem\s*prompt\b",
-    r"\b(?:developer|god|dan|jailbreak)\s*mode\b|\bjailbreak",
-    r"\byou are now\b|\bfrom now on,? you (?:are|will be|must act)\b",
-    r"\b(?:act|behave) as (?:if you were |an? )?(?:unrestricted|different|new|evil)\b",
-    r"\bpretend (?:to be|you are|that you)\b|\brole-?play\b",
-    r"\bnew instructions?\b|\bhidden instructions?\b",
-    # Tags: any closing tag, and an opening tag of a role or of one of memdir's fences.
-    r"</\s*[a-z][\w:.-]*\s*>",
-    rf"</?\s*(?:{_TAG_NAMES})",
-    r"<\|[a-z_]+\|>|\[/?INST\]|<<\s*/?SYS\s*>>",
-    r"^\s*#{0,3}\s*(?:system|assistant|developer)\s*:",
-    r'\{\s*"tool"\s*:',
-    r"\bmemory_(?:write|search|get)\b",
-    # A download piped into a shell: curl … | sh, bash <(wget …), iwr … | iex.
-    r"\b(?:curl|wget)\b[^|\n]{0,300}\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b",
-    r"\b(?:ba|z|da|k)?sh\s+(?:-c\s+)?[\"']?\s*<?\$?\(\s*(?:curl|wget)\b",
-    r"\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|downloadstring)\b.{0,200}"
-    r"\|\s*(?:iex|invoke-expression)\b|\b(?:iex|invoke-expression)\b.{0,40}"
-    r"\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|downloadstring)\b",
-    r"\bbase64\s+(?:-d|--decode)\b[^\n]{0,40}\|\s*(?:ba|z)?sh\b",
-    # Chinese: 忽略之前的指令, 忘记以上所有规则, 不要再遵守之前的规则, 从现在起你是…, 越狱.
-    r"(?:忽略|无视|忽视).{0,10}(?:指令|指示|规则|提示|设定)",
-    r"忘(?:记|掉).{0,10}(?:之前|以上|上面|前面|先前|所有).{0,10}(?:指令|指示|规则|设定|提示)",
-    r"不(?:要|必|用)?再?(?:遵守|遵循|服从|理会)(?:你的|之前的?|以上的?|原来的?|系统的?|所有的?)"
-    r".{0,6}(?:指令|指示|规则|设定)",
-    r"从现在(?:开始|起)[，,]?\s*你(?:就)?(?:是|将是|必须扮演)",
-    r"(?:新的|隐藏的?)(?:系统)?指令|开发者模式|系统提示|提示词|越狱|你现在是|扮演|假装你",
-)
-
-#: Removed before matching: zero-width and other invisible format characters a pattern would
-#: otherwise trip over ("ig\u200bnore").
-_INVISIBLE_RE = re.compile(
-    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-    r"\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff]"
-)
-_TAG_CHARS_RE = re.compile(r"[\U000e0000-\U000e007f]")
-
-
-def _as_read(text: str) -> str:
-    """``text`` as a model reads it: entities decoded (``&lt;system&gt;`` is ``<system>`` to
-    it), compatibility forms folded (full-width ``＜ｓｙｓｔｅｍ＞``), invisible characters
-    dropped and tag characters turned back into the ASCII they hide."""
-    text = html.unescape(html.unescape(text))  # twice: escaping is idempotent, nesting is not
-    text = _TAG_CHARS_RE.sub(lambda m: chr(ord(m.group(0)) - 0xE0000), text)
-    text = unicodedata.normalize("NFKC", text)
-    return _INVISIBLE_RE.sub("", text)
-
-
-def injection_match(text: str) -> str | None:
-    """The part of ``text`` that reads like a prompt injection, or None."""
-    read = _as_read(text)
-    for pattern in INJECTION_PATTERNS:
-        found = pattern.search(read)
-        if found:
-            return found.group(0)
-    return None
-
-
-def looks_like_injection(text: str) -> bool:
-    """Whether ``text`` reads like a prompt injection or like memdir's own injected blocks."""
-    return injection_match(text) is not None

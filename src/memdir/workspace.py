@@ -29,6 +29,7 @@ from memdir.fileio import (
     locked_append,
     read_regular_file,
 )
+from memdir.fileswap import Swap, replace_unless_changed
 from memdir.filewalk import (
     Skipped,
     ignore_skipped,
@@ -432,6 +433,17 @@ class Workspace:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text, tmp_dir=self.tmp_dir)
         return path
+
+    def update_file(self, rel: str, expected: str | None, text: str) -> Swap:
+        """Replace ``rel`` with ``text`` if it still holds ``expected`` (None: if it does not
+        exist), keeping what others append to it meanwhile
+        (:func:`~memdir.fileswap.replace_unless_changed`; texts as UTF-8, a byte that is not
+        kept as a surrogate)."""
+        path = self.write_path(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = None if expected is None else expected.encode("utf-8", "surrogateescape")
+        new = text.encode("utf-8", "surrogateescape")
+        return replace_unless_changed(path, old, new, tmp_dir=self.tmp_dir)
 
     def append_file(self, rel: str, text: str) -> int:
         """Append to ``rel`` under its lock (:func:`~memdir.fileio.locked_append`); returns the

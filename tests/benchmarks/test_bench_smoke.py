@@ -266,3 +266,13 @@ def test_secrets_fp_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     whole = table_rows(out, "| whole texts")["memdir"]
     assert whole["LoCoMo turns (en)"] == "0/272"
     assert "Secrets found by memdir in whole normal texts (0 texts)" in out
+
+
+@pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
+def test_injection_fp_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 18 classes of injection all blocked, no line of LoCoMo, MemoryBank or CMRC flagged
+    (the figures docs/reliability.md quotes)."""
+    assert load_script("injection_fp").main(["--data", str(DATA), "--show", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "Classes blocked: **18 of 18**" in out
+    assert "False positives on LoCoMo, MemoryBank and CMRC: **0 of" in out

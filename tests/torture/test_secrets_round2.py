@@ -114,7 +114,7 @@ WRITERS: dict[str, Callable[[Path, str], None]] = {
 }
 
 
-def _stored(root: Path, writer: str) -> tuple[str, str]:
+def stored(root: Path, writer: str) -> tuple[str, str]:
     """(every file memdir keeps in the workspace, the Markdown it wrote), as text.
 
     A promotion reads a note a person wrote (the secret is there on purpose), and the recall
@@ -145,7 +145,7 @@ def test_no_piece_of_the_secret_is_stored(
     monkeypatch.setenv("MEMDIR_NOW", NOW.isoformat())
     root, _ = init_workspace(tmp_path / "ws", "en")
     WRITERS[writer](root, text)
-    everything, markdown = _stored(root, writer)
+    everything, markdown = stored(root, writer)
     assert kept_parts(secret, everything) == [], f"{writer} kept part of a {kind}"
     assert f"[REDACTED:{kind}]" in markdown
     TALLY["secret probes written (round 2)"] += 1

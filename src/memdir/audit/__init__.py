@@ -5,18 +5,17 @@ See :mod:`memdir.audit.seam` for how writers use it, :mod:`memdir.audit.git` for
 """
 
 from memdir.audit.records import COMPONENTS, AuditRecord, FileChange, line_hash
+from memdir.audit.rewrite import read_text
 from memdir.audit.seam import (
     GIT_MODES,
     Operation,
     append_text,
     audited,
     check_writable,
-    git_trail,
-    log_trail,
-    read_text,
     recover,
     write_text,
 )
+from memdir.audit.where import git_trail, log_trail
 
 __all__ = [
     "COMPONENTS",

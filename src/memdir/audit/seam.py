@@ -30,24 +30,20 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memdir.audit import deferred, journal
 from memdir.audit.gitlocks import clear_stale_locks
 from memdir.audit.gitstate import unsafe_reason
 from memdir.audit.journal import Intent
-from memdir.audit.jsonl import JsonlTrail
 from memdir.audit.lock import workspace_lock
 from memdir.audit.merge import carry_change, changed_lines
 from memdir.audit.records import AuditRecord, FileChange
+from memdir.audit.rewrite import read_text, rewrite
+from memdir.audit.where import git_trail, git_worktree, log_trail, repo_prefix
 from memdir.clock import now
 from memdir.errors import MemdirError, ReadOnly
 from memdir.fileio import folder_read_only, refuse_read_only
 from memdir.workspace import MEMORY_DIR, Workspace
-
-if TYPE_CHECKING:
-    from memdir.audit.git import GitTrail
 
 log = logging.getLogger("memdir.audit")
 
@@ -129,16 +125,26 @@ def audited(
                 _finish(workspace, op)
 
 
-def write_text(workspace: Workspace, rel: str, text: str) -> None:
-    """Replace the workspace file ``rel`` with ``text`` atomically
-    (:meth:`memdir.workspace.Workspace.replace_file`), as part of the current operation (a
-    ``write`` operation of its own when none is open)."""
+def write_text(workspace: Workspace, rel: str, text: str, *, based_on: str | None = None) -> str:
+    """Replace the workspace file ``rel`` with ``text`` atomically, as part of the current
+    operation (a ``write`` operation of its own when none is open).
+
+    ``text`` is the writer's edit of ``based_on``, the text it read (default: the file as it
+    is when this is called). When someone changed the file since — a person's ``echo >>``, an
+    editor — memdir's change is carried onto their text instead (:func:`rewrite`), and what
+    they wrote is never counted as memdir's in the record.
+
+    Returns:
+        The text the file holds once written.
+    """
     with audited(workspace, "write") as op:
         check_writable(workspace, rel)
         before = _before(op, workspace, rel)
+        base = read_text(workspace, rel) if based_on is None else based_on
         _announce(op, rel, before, text)
-        workspace.replace_file(rel, text)
-        op.intent.files[rel] = (before, text)
+        final = rewrite(workspace, rel, base, text)
+        _note_change(op, rel, base, text, final)
+        return final
 
 
 def append_text(workspace: Workspace, rel: str, text: str) -> int:
@@ -148,12 +154,29 @@ def append_text(workspace: Workspace, rel: str, text: str) -> int:
     with audited(workspace, "write") as op:
         check_writable(workspace, rel)
         before = _before(op, workspace, rel)
-        current = read_text(workspace, rel) or ""
+        current = read_text(workspace, rel)
         joint = "\n" if current and not current.endswith("\n") else ""
-        _announce(op, rel, before, current + joint + text)
+        mine = (current or "") + joint + text
+        _announce(op, rel, before, mine)
         start = workspace.append_file(rel, text)
-        op.intent.files[rel] = (before, read_text(workspace, rel) or "")
+        _note_change(op, rel, current, mine, read_text(workspace, rel) or "")
         return start
+
+
+def _note_change(
+    op: Operation, rel: str, mine_before: str | None, mine_after: str, final: str
+) -> None:
+    """Keep in the operation what ``rel`` held before it and holds now, so that the record
+    shows memdir's change only: what others wrote meanwhile (the file minus memdir's change)
+    is folded into the "before" side too, and is never counted as memdir's."""
+    theirs = carry_change(mine_after, mine_before or "", final)
+    if rel in op.intent.files:
+        first, last = op.intent.files[rel]
+        if theirs != last:  # changed by someone else between two of this operation's writes
+            first = carry_change(last, theirs, first or "")
+    else:
+        first = None if mine_before is None and not theirs else theirs
+    op.intent.files[rel] = (first, final)
 
 
 def check_writable(workspace: Workspace, *rels: str) -> None:
@@ -184,39 +207,6 @@ def check_writable(workspace: Workspace, *rels: str) -> None:
         refuse_read_only(root / rel)
 
 
-def read_text(workspace: Workspace, rel: str) -> str | None:
-    """A workspace file's text (bytes that are not UTF-8 kept as surrogates), or None when it
-    does not exist (:meth:`memdir.workspace.Workspace.read_file`: no symlink, no special
-    file)."""
-    try:
-        return workspace.read_file(rel).decode("utf-8", "surrogateescape")
-    except FileNotFoundError:
-        return None
-
-
-def git_trail(workspace: Workspace) -> GitTrail | None:
-    """The git trail of the workspace, or None (no repository, or ``[audit] git = "off"``)."""
-    if git_worktree(workspace) is None:
-        return None
-    from memdir.audit.git import GitTrail  # dulwich loads only in a git workspace
-
-    return GitTrail.discover(workspace.root, workspace.state_dir)
-
-
-def git_worktree(workspace: Workspace) -> Path | None:
-    """The nearest of the workspace folder and its parents that holds a ``.git`` (folder or
-    file), where :func:`git_trail` opens the repository; None without one or with ``[audit]
-    git = "off"``. A look at names only: dulwich is not loaded (``memdir status`` uses it)."""
-    if workspace.audit_git == "off":
-        return None
-    root = workspace.root
-    return next((p for p in (root, *root.parents) if (p / ".git").exists()), None)
-
-
-def log_trail(workspace: Workspace) -> JsonlTrail:
-    return JsonlTrail(workspace.state_dir)
-
-
 def recover(workspace: Workspace) -> list[AuditRecord]:
     """Finish the operations a killed process left in the journal (call under the lock).
 
@@ -225,7 +215,9 @@ def recover(workspace: Workspace) -> list[AuditRecord]:
     """
     clear_stale_locks(workspace.state_dir)
     journal.clear_temporary(workspace.state_dir)
-    stored = put_back(workspace)
+    stored, warnings = deferred.commit_held_back(workspace)
+    for warning in warnings:
+        log.warning("%s", warning)
     for intent in journal.pending(workspace.state_dir):
         files: dict[str, tuple[str | None, str]] = {}
         for rel, (before, _) in intent.files.items():
@@ -242,52 +234,6 @@ def recover(workspace: Workspace) -> list[AuditRecord]:
                 stored.append(op.record)
         journal.clear(workspace.state_dir, intent.id)
     return stored
-
-
-def put_back(workspace: Workspace) -> list[AuditRecord]:
-    """Put back the lines of writes made while git could not take a commit that git has since
-    removed (:mod:`memdir.audit.deferred`), once it is safe to commit again (call under the
-    lock). Returns the records of what was put back."""
-    kept = deferred.pending(workspace.state_dir)
-    if not kept:
-        return []
-    worktree = git_worktree(workspace)
-    if worktree is not None and unsafe_reason(worktree, (), _prefix(workspace, worktree)):
-        return []  # still unsafe: the files keep what was written, nothing to put back yet
-    stored = []
-    for entry in kept:
-        files: dict[str, tuple[str | None, str]] = {}
-        for rel, (before, after) in entry.files.items():
-            try:
-                current = read_text(workspace, rel) or ""
-            except MemdirError:
-                continue
-            _, added = changed_lines(before or "", after)
-            present = set(current.splitlines())
-            if all(text in present for _, text in added):
-                continue
-            restored = carry_change(before or "", after, current)
-            if restored != current:
-                workspace.replace_file(rel, restored)
-                files[rel] = (current, restored)
-        if files:
-            lines = sum(len(changed_lines(b or "", a)[1]) for b, a in files.values())
-            intent = Intent(uuid.uuid4().hex[:16], "write", now().astimezone(), None, None, None)
-            intent.summary = (
-                f"put back {plural(lines, 'line')} written while {entry.reason}, "
-                "which git removed since"
-            )
-            op = Operation(workspace, replace(intent, files=files))
-            _finish(workspace, op)
-            if op.record is not None:
-                stored.append(op.record)
-        deferred.drop(workspace.state_dir, entry.record_id)
-    return stored
-
-
-def _prefix(workspace: Workspace, worktree: Path) -> str:
-    rel = workspace.root.relative_to(worktree).as_posix()
-    return "" if rel == "." else rel + "/"
 
 
 def _before(op: Operation, workspace: Workspace, rel: str) -> str | None:
@@ -358,14 +304,14 @@ def _store(
 ) -> AuditRecord:
     worktree = git_worktree(workspace)
     if worktree is not None:
-        reason = unsafe_reason(worktree, files, _prefix(workspace, worktree))
+        reason = unsafe_reason(worktree, files, repo_prefix(workspace, worktree))
         if reason is not None:
             paused = f"not committed: {reason}"
             logged = log_trail(workspace).append(replace(record, note=paused))
             deferred.save(workspace.state_dir, record.id, reason, files)
             warnings.append(
-                f"{paused}; recorded in .memdir/audit.jsonl instead, and put back should git "
-                "remove it"
+                f"{paused}; recorded in .memdir/audit.jsonl instead and held back, to be "
+                "committed with the next write once git is safe"
             )
             return logged
     git = git_trail(workspace)

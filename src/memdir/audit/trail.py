@@ -18,16 +18,9 @@ from memdir.audit import deferred
 from memdir.audit.gitstate import unsafe_reason
 from memdir.audit.lock import workspace_lock
 from memdir.audit.records import AuditRecord
-from memdir.audit.seam import (
-    audited,
-    check_writable,
-    git_trail,
-    git_worktree,
-    log_trail,
-    pending_count,
-    read_text,
-    recover,
-)
+from memdir.audit.rewrite import read_text
+from memdir.audit.seam import audited, check_writable, pending_count, recover
+from memdir.audit.where import git_trail, git_worktree, log_trail
 from memdir.errors import ReadOnly, WorkspaceError
 from memdir.workspace import Workspace
 

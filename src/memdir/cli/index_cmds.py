@@ -184,11 +184,13 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     )
     if audit.get("paused"):
         trail += (
-            f"\npaused: {audit['paused']}; writes are recorded in .memdir/audit.jsonl and put "
-            "back should git remove them"
+            f"\npaused: {audit['paused']}; writes are recorded in .memdir/audit.jsonl and held back"
         )
     if audit.get("deferred"):
-        trail += f"\n{audit['deferred']} write(s) kept until git is safe to commit to again"
+        trail += (
+            f"\n{audit['deferred']} write(s) held back, committed with the next write once git "
+            "is safe"
+        )
     if audit["pending"]:
         trail += f" ({audit['pending']} interrupted write(s) to record: run memdir log)"
     rows.append(("audit trail", trail))

@@ -27,9 +27,10 @@ For each selected entry:
 
 Writing MEMORY.md: under the workspace's memory write lock (the one ``memory_write`` takes,
 :func:`memdir.lifecycle.write.memory_write_lock`), read → modify → check the file did not change
-since the read (an editor takes no lock) → :func:`memdir.audit.write_text` (an atomic replace,
-recorded in the audit trail as part of the ``dream`` operation); on a change, plan again on the
-new text. Bytes outside the generated blocks are never changed.
+since the read (an editor takes no lock; on a change, plan again on the new text, up to
+:data:`WRITE_ATTEMPTS` times) → :func:`memdir.audit.write_text` (an atomic replace, recorded in
+the audit trail as part of the ``dream`` operation), which carries the change onto a person's
+text written in the last moment. Bytes outside the generated blocks are never changed.
 """
 
 from __future__ import annotations
@@ -317,7 +318,7 @@ def _plan_and_write(
     forgotten: frozenset[str],
 ) -> PromotionResult:
     memory = workspace.root / MEMORY_FILE
-    for _ in range(WRITE_ATTEMPTS):
+    for attempt in range(WRITE_ATTEMPTS):
         before = _read_bytes(workspace, MEMORY_FILE)
         text = _decode(before, memory)
         outcomes, new_lines = plan_promotions(
@@ -342,17 +343,19 @@ def _plan_and_write(
         )
         if not apply or trimmed.text == text:
             return result
-        if _read_bytes(workspace, MEMORY_FILE) != before:
+        last = attempt == WRITE_ATTEMPTS - 1
+        if not last and _read_bytes(workspace, MEMORY_FILE) != before:
             continue  # written behind our back (an editor takes no lock): plan again
         try:
-            write_text(workspace, MEMORY_FILE, trimmed.text)
+            # Changed since the read (a person's ``echo >>`` in the last moment, or a file that
+            # keeps changing): the promotions and evictions are carried onto the person's text
+            # (docs/design.md#files-are-the-truth).
+            write_text(workspace, MEMORY_FILE, trimmed.text, based_on=text)
         except OSError as exc:
             raise WorkspaceError(f"cannot write {memory}: {exc.strerror or exc}") from exc
         result.written = True
         return result
-    raise WorkspaceError(
-        f"{memory} kept changing while dreaming tried to write it; nothing written, try again"
-    )
+    raise AssertionError("unreachable: the last attempt writes")
 
 
 def append_diary(workspace: Workspace, entry: str) -> Path:

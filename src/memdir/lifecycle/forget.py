@@ -235,7 +235,8 @@ def _remove_from_file(
         drop.add(index)
         result.removed.append(now)
     if drop:
-        write_text(workspace, path, "".join(x for i, x in enumerate(raw) if i not in drop))
+        kept = "".join(x for i, x in enumerate(raw) if i not in drop)
+        write_text(workspace, path, kept, based_on=text)
 
 
 def _find(lines: list[str], item: ForgetLine, taken: set[int]) -> int | None:

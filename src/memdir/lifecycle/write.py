@@ -232,10 +232,21 @@ def _write_section(workspace: Workspace, fact: str, section: str) -> WriteResult
         duplicate = find_duplicate(fact, existing)
         if duplicate is not None:
             return _skipped(MEMORY_FILE, fact, duplicate)
-    new_text, line = insert_bullet(current, section, f"- {fact}")
-    write_text(workspace, MEMORY_FILE, new_text)
+    bullet = f"- {fact}"
+    new_text, line = insert_bullet(current, section, bullet)
+    # A person may have appended or edited meanwhile: the bullet is then carried onto their
+    # text (docs/design.md#files-are-the-truth) and may sit on another line.
+    final = write_text(workspace, MEMORY_FILE, new_text, based_on=current)
+    if final != new_text:
+        line = _nearest(final.splitlines(), bullet, line)
     title = found.title if found is not None else parse_sections(new_text)[-1].title
     return WriteResult(MEMORY_FILE, line, True, f"added to {MEMORY_FILE} under ## {title}", fact)
+
+
+def _nearest(lines: list[str], text: str, line: int) -> int:
+    """The 1-based line holding ``text`` nearest to ``line`` (``line`` when none does)."""
+    found = [i + 1 for i, x in enumerate(lines) if x == text]
+    return min(found, key=lambda n: abs(n - line)) if found else line
 
 
 def _existing(workspace: Workspace, rel: str) -> bytes:
