@@ -14,6 +14,8 @@ from memdir.cli.main import CommandGroup, cli
 from memdir.config import load_config
 from memdir.service import daemon
 from memdir.service import state as files
+from memdir.service.ports import service_port
+from memdir.workspace import is_workspace
 
 
 @cli.group("daemon", cls=CommandGroup)
@@ -32,7 +34,8 @@ def daemon_group() -> None:
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
-    help="Default: [service] port (8766); 0: any free port.",
+    help="Default: [service] port (0: this home's last port, else 8766, else a free one); "
+    "0 here: any free port.",
 )
 @click.option(
     "--idle-minutes",
@@ -97,15 +100,28 @@ def token_command(rotate: bool) -> None:
     click.echo(files.token(rotate=rotate))
 
 
+#: The name the printed MCP line gives the HTTP server (``memdir`` is the stdio server's).
+MCP_HTTP_NAME = "memdir-http"
+
+
 def _print_mcp_line(workspace: Path) -> None:
-    """The `claude mcp add` line for ``workspace`` over the service's HTTP endpoint."""
-    port = load_config().service.port
-    running = files.read_state()
-    if running is not None:
-        port = running.port
-    url = mcp_url(port, workspace.expanduser().resolve())
-    stdout().print(
-        "MCP over HTTP (Claude Code): claude mcp add --transport http memdir "
+    """The `claude mcp add` line for a workspace that exists: ``workspace`` (the one named
+    with -w, MEMDIR_WORKSPACE or the default), else the current folder when it is one."""
+    port = service_port() or load_config().service.port
+    chosen = next(
+        (w for w in (workspace.expanduser(), Path.cwd()) if w.is_dir() and is_workspace(w)), None
+    )
+    out = stdout()
+    if chosen is None:
+        out.print(
+            f"MCP over HTTP: no workspace at {workspace} (create one with `memdir init PATH`, "
+            "then run `memdir -w PATH daemon status` for the `claude mcp add` line)",
+            markup=False,
+        )
+        return
+    url = mcp_url(port, chosen.resolve())
+    out.print(
+        f"MCP over HTTP (Claude Code): claude mcp add --transport http {MCP_HTTP_NAME} "
         f"'{url}' --header \"Authorization: Bearer $(memdir daemon token)\"",
         markup=False,
     )

@@ -9,12 +9,14 @@
   ``memdir serve`` on the warm workspace;
 - ``POST /v1/ui?workspace=ABS&port=N[&writable=1]``: the inspector (``memdir ui``) of the warm
   workspace on 127.0.0.1:N, in this process, so it shows the live index and embedding;
-- ``GET /v1/health``: version, pid and the served workspaces; ``POST /v1/shutdown``.
+- ``GET /v1/health``: version, pid and the served workspaces; ``POST /v1/shutdown``;
+- the JSON routes of other agents' plugins (:mod:`memdir.service.agent_routes`).
 
 A workspace is one the service can open: an absolute path to an existing folder; its private
 files follow the scope, as over stdio. The guard refuses a request whose Host is not the
-loopback address and port the service listens on (a web page cannot reach it by DNS rebinding)
-or that lacks ``Authorization: Bearer <token>``.
+loopback address and port the service listens on (a web page cannot reach it by DNS rebinding),
+whose ``Origin`` is a web page's (:mod:`memdir.service.origins`), or that lacks
+``Authorization: Bearer <token>``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from memdir.errors import MemdirError
 from memdir.hooks.claude_code import EVENT_COMMANDS
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
 from memdir.mcp_server import build_server
+from memdir.service.agent_routes import agent_routes
 from memdir.service.commands import Declined, decode_request, run_command
+from memdir.service.origins import origin_allowed
 from memdir.service.pool import Pool, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
 
@@ -77,6 +81,9 @@ class Guard:
         local_socket = server is None or server[1] is None  # the Unix socket: no browser there
         if not local_socket and headers.get(b"host") not in hosts:
             await PlainTextResponse("wrong Host", status_code=421)(scope, receive, send)
+            return
+        if not local_socket and not origin_allowed(headers.get(b"origin")):
+            await PlainTextResponse("Origin not allowed", status_code=403)(scope, receive, send)
             return
         given = headers.get(b"authorization", b"")
         if not hmac.compare_digest(given, b"Bearer " + self.token):
@@ -220,6 +227,7 @@ def create_app(
             Route("/v1/cli", cli, methods=["POST"]),
             Route("/v1/hooks/claude-code/{event}", hook, methods=["POST"]),
             Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
+            *agent_routes(pool),
         ],
         lifespan=lifespan,
         exception_handlers={TooLarge: _too_large},

@@ -2,9 +2,10 @@
 starts), in the background on demand (:func:`start`), and stopping it.
 
 One service per ``$MEMDIR_HOME``: :func:`run` holds ``service.lock`` while it runs, binds
-127.0.0.1 on ``[service] port`` before it says where it is (``service.json``), and removes that
-file when it stops, however it stops (a crash leaves a file whose pid is gone, which clients
-ignore; the next start replaces it).
+127.0.0.1 on the home's port (:mod:`memdir.service.ports`) before it says where it is
+(``service.json``), and removes that file when it stops, however it stops (a crash leaves a file
+whose pid is gone, which clients ignore; the next start replaces it). A start that fails says
+why at once (:func:`start` reads what the new process wrote before it ended).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def run(
 
     from memdir.service.app import create_app
     from memdir.service.pool import Pool
-    from memdir.ui.server import bind
+    from memdir.service.ports import bind_service_port
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # a line per stateless request
     settings = load_config().service
@@ -62,7 +63,10 @@ def run(
         raise MemdirError(f"a memdir service already runs for {home}{where}") from None
     try:
         token = files.token(home)
-        sock = bind("127.0.0.1", settings.port if port is None else port)
+        if port is None:
+            sock = bind_service_port(folder, settings.port)
+        else:
+            sock = bind_service_port(folder, port, exact=True)
         bound = sock.getsockname()[1]
         local = files.bind_socket(home)
         pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
@@ -129,18 +133,39 @@ def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dic
     found = health()
     if found is not None:
         return found
-    log_path = _spawn(exit_when_idle=exit_when_idle)
+    log_path = files.folder() / files.LOG_FILE
+    start_at = log_path.stat().st_size if log_path.exists() else 0
+    child = _spawn(exit_when_idle=exit_when_idle)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.05)
         found = health()
         if found is not None:
             return found
+        if child.poll() is not None:  # it ended: say why now, not after the wait
+            found = health()  # (another start may have won the lock meanwhile)
+            if found is not None:
+                return found
+            raise MemdirError(f"the memdir service did not start: {_why(log_path, start_at)}")
     raise MemdirError(f"the memdir service did not start within {wait:.0f} s: see {log_path}")
 
 
-def _spawn(*, exit_when_idle: bool) -> Path:
-    """``memdir daemon run`` in the background, logging to ``service.log``; the log's path."""
+def _why(log_path: Path, start_at: int) -> str:
+    """The last line the failed start wrote to the log (the error the command printed)."""
+    try:
+        with open(log_path, "rb") as log_file:
+            log_file.seek(start_at)
+            lines = log_file.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        lines = []
+    for line in reversed(lines):
+        if line.strip():
+            return line.strip().removeprefix("memdir: error: ") + f" (log: {log_path})"
+    return f"it ended without a word: see {log_path}"
+
+
+def _spawn(*, exit_when_idle: bool) -> subprocess.Popen[bytes]:
+    """``memdir daemon run`` in the background, logging to ``service.log``."""
     home = memdir_home().absolute()  # the child runs in the service folder
     folder = files.folder(home)
     command = [sys.executable, "-m", "memdir", "daemon", "run"]
@@ -148,7 +173,7 @@ def _spawn(*, exit_when_idle: bool) -> Path:
         command.append("--exit-when-idle")
     log_path = folder / files.LOG_FILE
     with open(log_path, "ab") as log_file:
-        subprocess.Popen(
+        return subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
@@ -158,7 +183,6 @@ def _spawn(*, exit_when_idle: bool) -> Path:
             cwd=str(folder),
             env={**os.environ, "MEMDIR_HOME": str(home)},
         )
-    return log_path
 
 
 #: Seconds after an autostart during which no other is tried (many hooks at once start one).
