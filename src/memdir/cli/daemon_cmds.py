@@ -9,13 +9,11 @@ from urllib.parse import quote
 
 import click
 
-from memdir.cli.common import print_json, stdout
 from memdir.cli.main import CommandGroup, cli
 from memdir.config import load_config
 from memdir.service import daemon
 from memdir.service import state as files
 from memdir.service.ports import service_port
-from memdir.workspace import is_workspace
 
 
 @cli.group("daemon", cls=CommandGroup)
@@ -54,8 +52,7 @@ def run_command(port: int | None, idle_minutes: float | None, exit_when_idle: bo
 def start_command(ctx: click.Context) -> None:
     """Start the service in the background (nothing to do when it runs)."""
     found = daemon.start()
-    out = stdout()
-    out.print(f"memdir service {found.get('version')} running (pid {found.get('pid')})")
+    click.echo(f"memdir service {found.get('version')} running (pid {found.get('pid')})")
     _print_mcp_line(Path(ctx.obj))
 
 
@@ -63,7 +60,7 @@ def start_command(ctx: click.Context) -> None:
 def stop_command() -> None:
     """Stop the service."""
     pid = daemon.stop()
-    stdout().print("no memdir service was running" if pid is None else f"stopped (pid {pid})")
+    click.echo("no memdir service was running" if pid is None else f"stopped (pid {pid})")
 
 
 @daemon_group.command("status")
@@ -74,22 +71,23 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     found = daemon.health()
     running = files.read_state()
     if as_json:
+        from memdir.cli.common import print_json
+
         port = running.port if running else None
         print_json({"running": found is not None, "port": port, **(found or {})})
         return
-    out = stdout()
     if found is None or running is None:
-        out.print("no memdir service is running (start one with `memdir daemon start`)")
+        click.echo("no memdir service is running (start one with `memdir daemon start`)")
         return
-    out.print(
+    click.echo(
         f"memdir service {found.get('version')} on 127.0.0.1:{running.port} "
         f"(pid {found.get('pid')}, since {running.started})"
     )
     served = found.get("served") or []
     if not served:
-        out.print("no workspace open")
+        click.echo("no workspace open")
     for item in served if isinstance(served, list) else []:
-        out.print(f"  {item['workspace']} ({item['scope']})", markup=False)
+        click.echo(f"  {item['workspace']} ({item['scope']})")
     _print_mcp_line(Path(ctx.obj))
 
 
@@ -107,23 +105,22 @@ MCP_HTTP_NAME = "memdir-http"
 def _print_mcp_line(workspace: Path) -> None:
     """The `claude mcp add` line for a workspace that exists: ``workspace`` (the one named
     with -w, MEMDIR_WORKSPACE or the default), else the current folder when it is one."""
+    from memdir.workspace import is_workspace
+
     port = service_port() or load_config().service.port
     chosen = next(
         (w for w in (workspace.expanduser(), Path.cwd()) if w.is_dir() and is_workspace(w)), None
     )
-    out = stdout()
     if chosen is None:
-        out.print(
+        click.echo(
             f"MCP over HTTP: no workspace at {workspace} (create one with `memdir init PATH`, "
-            "then run `memdir -w PATH daemon status` for the `claude mcp add` line)",
-            markup=False,
+            "then run `memdir -w PATH daemon status` for the `claude mcp add` line)"
         )
         return
     url = mcp_url(port, chosen.resolve())
-    out.print(
+    click.echo(
         f"MCP over HTTP (Claude Code): claude mcp add --transport http {MCP_HTTP_NAME} "
-        f"'{url}' --header \"Authorization: Bearer $(memdir daemon token)\"",
-        markup=False,
+        f"'{url}' --header \"Authorization: Bearer $(memdir daemon token)\""
     )
 
 

@@ -140,6 +140,46 @@ def uninstall_command(agent: str, settings_file: Path | None, scope: str) -> Non
     out.print(f"removed {len(change.removed)} memdir hook(s) from {path}", markup=False)
 
 
+@hooks_group.command("claude-memory")
+@click.option("--add", "action", flag_value="add", help="Index it (adds an extra path).")
+@click.option("--remove", "action", flag_value="remove", help="Stop indexing it.")
+def claude_memory_command(action: str | None) -> None:
+    """Search Claude Code's own auto memory with memdir's (your consent: --add).
+
+    Claude Code keeps its auto memory in ~/.claude/projects/<project>/memory/; memdir never
+    turns it off. --add puts the projects folder into [index] extra_paths of
+    $MEMDIR_HOME/config.toml (only its Markdown files are indexed: the memory folders), so one
+    search covers both; --remove takes it out. Without either, says whether it is indexed.
+    """
+    from memdir.config import memdir_home
+    from memdir.hooks.claude_memory import (
+        add_extra_path,
+        claude_projects_entry,
+        extra_paths,
+        memory_folders,
+        remove_extra_path,
+    )
+
+    config_file = memdir_home() / "config.toml"
+    entry = claude_projects_entry()
+    out = stdout()
+    if action == "add":
+        changed = add_extra_path(config_file, entry)
+        verb = "added" if changed else "already there:"
+        out.print(f"{verb} {entry} in [index] extra_paths of {config_file}", markup=False)
+    elif action == "remove":
+        changed = remove_extra_path(config_file, entry)
+        verb = "removed" if changed else "not there:"
+        out.print(f"{verb} {entry} in [index] extra_paths of {config_file}", markup=False)
+    indexed = entry in extra_paths(config_file)
+    folders = memory_folders(entry)
+    out.print(
+        f"Claude Code's auto memory: {len(folders)} project folder(s) under {entry}, "
+        + ("indexed by memdir" if indexed else "not indexed (memdir hooks claude-memory --add)"),
+        markup=False,
+    )
+
+
 @cli.command("hook")
 @click.argument("event", type=click.Choice(EVENT_COMMANDS))
 @click.pass_context

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -44,10 +45,6 @@ def run(
     Raises:
         MemdirError: another service runs for this ``MEMDIR_HOME``, or the port is taken.
     """
-    import uvicorn
-
-    from memdir.service.app import create_app
-    from memdir.service.pool import Pool
     from memdir.service.ports import bind_service_port
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # a line per stateless request
@@ -69,24 +66,54 @@ def run(
             sock = bind_service_port(folder, port, exact=True)
         bound = sock.getsockname()[1]
         local = files.bind_socket(home)
-        pool = Pool(idle_s=60.0 * (idle_minutes or settings.idle_minutes))
-        app = create_app(pool, token=token, port=lambda: bound, exit_when_idle=exit_when_idle)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-        server = _server_class()(config)
-        app.state["stop"] = lambda: setattr(server, "should_exit", True)
+        # Listening from here: a request waits in the sockets' backlog while the app loads (the
+        # web stack and the search stack take a second or more), so `memdir daemon start`
+        # returns as soon as this file says where the service is.
         started = datetime.now(UTC).isoformat(timespec="seconds")
         files.write_state(files.ServiceState(bound, os.getpid(), __version__, started), home)
-        log.warning(
-            "memdir service %s listening on 127.0.0.1:%s (pid %s)", __version__, bound, os.getpid()
-        )
         try:
-            server.run(sockets=[sock, local])
+            _serve(sock, local, token, bound, idle_minutes or settings.idle_minutes, exit_when_idle)
         finally:
             files.clear_state(os.getpid(), home)
             with contextlib.suppress(OSError):
                 os.unlink(local.getsockname())
     finally:
         lock.release()
+
+
+def _serve(
+    sock: socket.socket,
+    local: socket.socket,
+    token: str,
+    bound: int,
+    idle_minutes: float,
+    exit_when_idle: bool,
+) -> None:
+    import uvicorn
+
+    from memdir.service.app import create_app
+    from memdir.service.pool import Pool
+
+    pool = Pool(idle_s=60.0 * idle_minutes)
+    app = create_app(pool, token=token, port=lambda: bound, exit_when_idle=exit_when_idle)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = _server_class()(config)
+    app.state["stop"] = lambda: setattr(server, "should_exit", True)
+    log.warning(
+        "memdir service %s listening on 127.0.0.1:%s (pid %s)", __version__, bound, os.getpid()
+    )
+    server.run(sockets=[sock, local])
+
+
+def main() -> None:
+    """What :func:`start` runs in the background: :func:`run` with ``memdir daemon run``'s
+    logging, an error as one line on stderr (which :func:`start` reports) and exit 1."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        run(exit_when_idle="--exit-when-idle" in sys.argv[1:])
+    except MemdirError as exc:
+        sys.stderr.write(f"memdir: error: {exc}\n")
+        sys.exit(1)
 
 
 def _server_class() -> type:
@@ -125,10 +152,12 @@ def health(home: Path | None = None, *, timeout: float = 2.0) -> dict[str, objec
 
 
 def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dict[str, object]:
-    """Start a service in the background unless one answers; what it says about itself.
+    """Start a service in the background unless one answers; what it says about itself (a new
+    one: its version and pid once it listens, before its app has loaded).
 
     Raises:
-        MemdirError: it did not answer within ``wait`` seconds (its log says why).
+        MemdirError: it did not start within ``wait`` seconds, or it ended first (with the
+            reason it gave).
     """
     found = health()
     if found is not None:
@@ -139,9 +168,9 @@ def start(*, wait: float = START_TIMEOUT_S, exit_when_idle: bool = False) -> dic
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         time.sleep(0.05)
-        found = health()
-        if found is not None:
-            return found
+        running = files.read_state()
+        if running is not None and running.pid == child.pid:
+            return {"version": running.version, "pid": running.pid}
         if child.poll() is not None:  # it ended: say why now, not after the wait
             found = health()  # (another start may have won the lock meanwhile)
             if found is not None:
@@ -168,7 +197,8 @@ def _spawn(*, exit_when_idle: bool) -> subprocess.Popen[bytes]:
     """``memdir daemon run`` in the background, logging to ``service.log``."""
     home = memdir_home().absolute()  # the child runs in the service folder
     folder = files.folder(home)
-    command = [sys.executable, "-m", "memdir", "daemon", "run"]
+    # Not `memdir daemon run`: the command line's imports would come before the bind.
+    command = [sys.executable, "-c", "from memdir.service.daemon import main; main()"]
     if exit_when_idle:
         command.append("--exit-when-idle")
     log_path = folder / files.LOG_FILE
