@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memdir import init_workspace
@@ -21,8 +24,21 @@ from tests.hooks.conftest import write_llm_config
 from tests.hooks.test_claude_code_e2e import FACT, SESSION, AnthropicAPI, claude_code_env
 from tests.http_server import run_server
 from tests.llm.conftest import ChatServer, openai_reply
+from tests.test_readme_mcp import README, shell_lines
 
 REPO = Path(__file__).resolve().parents[2]
+#: Where the README's lines have the reader's checkout.
+CHECKOUT_PLACEHOLDER = "/path/to/memdir"
+
+
+def _wait_for(find: Callable[[], Path | None], seconds: float = 90) -> Path:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = find()
+        if found is not None:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"nothing after {seconds:.0f} s")
 
 
 def test_the_repository_is_a_claude_code_marketplace_whose_plugin_runs_memdir(
@@ -51,8 +67,17 @@ def test_the_repository_is_a_claude_code_marketplace_whose_plugin_runs_memdir(
 
         assert "Validation passed" in run("plugin", "validate", str(REPO)).stdout
         run("plugin", "validate", str(REPO / "integrations" / "claude-code"))
-        run("plugin", "marketplace", "add", str(REPO))
-        run("plugin", "install", "memdir@memdir")
+        # the README's lines, as written (the checkout is this one)
+        lines = [x for x in shell_lines(README.read_text()) if x.startswith("claude plugin ")]
+        assert [x.split()[2] for x in lines] == ["marketplace", "install", "list"]
+        for line in lines:
+            local = line.replace(CHECKOUT_PLACEHOLDER, str(REPO))
+            local = local.replace("claude ", f"{shlex.quote(claude)} ", 1)
+            done = subprocess.run(
+                ["bash", "-c", local], cwd=project, env=env, capture_output=True, text=True,
+                timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, line + "\n" + done.stdout + done.stderr
         (listed,) = json.loads(run("plugin", "list", "--json").stdout)
         assert listed["id"] == "memdir@memdir" and listed["enabled"] is True
 
@@ -63,7 +88,8 @@ def test_the_repository_is_a_claude_code_marketplace_whose_plugin_runs_memdir(
         (sent,) = api.bodies()
         assert "<memdir-memory>" in sent and FACT in sent  # SessionStart
         assert "<relevant-memories>" in sent and "MEMORY.md#L" in sent  # UserPromptSubmit
-        (archive,) = (ws / "memory").glob("*-staging-port.md")  # SessionEnd
+        # SessionEnd runs detached (a plugin's SessionEnd hooks get 1.5 s): the archive follows
+        archive = _wait_for(lambda: next((ws / "memory").glob("*-staging-port.md"), None))
         assert f"- session: {SESSION}" in archive.read_text(encoding="utf-8")
         # /compact: PreCompact flushes to today's daily log
         llm.enqueue(200, openai_reply("- Staging listens on port 5433 (from the plugin)."))

@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import subprocess
-import time
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,14 +30,18 @@ from memdir.clock import now
 from tests.helpers import node_client
 from tests.http_server import PROVIDER_ENV, run_server
 from tests.integrations.tool_model import FLUSHED, ToolModel
-from tests.service.conftest import Service, start_service
+from tests.test_readme_mcp import README, fenced_blocks
 
-PLUGIN = Path(__file__).resolve().parents[2] / "integrations" / "openclaw"
+REPO = Path(__file__).resolve().parents[2]
 OPENCLAW = ("MEMDIR_TEST_OPENCLAW", "openclaw", "openclaw@2026.9.6")
 FACT = "The staging database listens on port 5433."
 REMEMBER = "Remember that the cache cluster listens on port 6380."
 #: The plugin's default time limit for a tool call (openclaw.plugin.json, timeoutMs).
 TOOL_TIMEOUT_S = 4.0
+
+
+#: Where the README's lines have the reader's checkout.
+CHECKOUT_PLACEHOLDER = "/path/to/memdir"
 
 
 @dataclass
@@ -46,8 +50,19 @@ class OpenClaw:
     env: dict[str, str]
     home: Path
     workspace: Path
-    service: Service
     model: ToolModel
+
+    def memdir(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memdir", *args], env=self.env, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+
+    def bash(self, line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", line], cwd=self.home, env=self.env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
 
     def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -77,6 +92,13 @@ class OpenClaw:
         return self.home / ".openclaw" / "openclaw.json"
 
 
+def readme_lines() -> list[str]:
+    """The bash lines of the README's OpenClaw section, as written."""
+    section = README.read_text(encoding="utf-8").split("## OpenClaw", 1)[1].split("\n## ", 1)[0]
+    (body,) = [body for lang, body in fenced_blocks(section) if lang == "bash"]
+    return [line.strip() for line in body.splitlines() if line.strip()]
+
+
 def openclaw_executable() -> str:
     executable = node_client(*OPENCLAW)
     node = shutil.which("node", path=os.environ.get("PATH"))
@@ -98,33 +120,31 @@ def openclaw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenClaw]:
     (memdir_home / "config.toml").write_text('[embedding]\nprovider = "fake"\n')
     (workspace / "MEMORY.md").write_text(f"# Memory\n\n## Project facts\n- {FACT}\n")
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV}
+    bin_dirs = [str(Path(executable).parent), str(Path(sys.executable).parent)]
     env.update(
         HOME=str(home),
         MEMDIR_HOME=str(memdir_home),
         OPENCLAW_DISABLE_UPDATE_CHECK="1",
-        OPENCLAW_NO_ONBOARD="1",
         NO_COLOR="1",
+        PATH=os.pathsep.join([*bin_dirs, env["PATH"]]),
     )
     env.pop("MEMDIR_SERVICE", None)
-    service = start_service(memdir_home, HOME=str(home))
     with run_server(ToolModel()) as model:
-        claw = OpenClaw(executable, env, home, workspace, service, model)
+        claw = OpenClaw(executable, env, home, workspace, model)
         try:
-            installed = claw.run(
-                "plugins", "install", "--link", str(PLUGIN), "--force", "--accept-capabilities"
-            )
-            assert installed.returncode == 0, installed.stdout + installed.stderr
+            # the README's lines, as written (the checkout is this one)
+            for line in readme_lines():
+                done = claw.bash(line.replace(CHECKOUT_PLACEHOLDER, str(REPO)))
+                assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
             _configure(claw, model.url)
             yield claw
         finally:
-            service.process.terminate()
-            service.process.wait(timeout=30)
+            claw.memdir("daemon", "stop")
 
 
 def _configure(claw: OpenClaw, model_url: str) -> None:
-    """The local model, memory-core off (its tools have the same names), the plugin allowed
-    the conversation hooks, and a compaction (with its memory flush) on every turn after the
-    first of a session."""
+    """What the README leaves to the user: a model (the local one), and a compaction (with its
+    memory flush) on every turn after the first of a session."""
     config = claw.config()
     config["models"] = {
         "providers": {
@@ -152,14 +172,14 @@ def _configure(claw: OpenClaw, model_url: str) -> None:
             "memoryFlush": {"forceFlushTranscriptBytes": 1},
         },
     }
-    entries = config["plugins"]["entries"]
-    entries["memory-core"] = {"enabled": False}
-    entries["memdir"]["hooks"] = {"allowConversationAccess": True}
     claw.config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
 
 
 def test_openclaw_loads_memdir_as_its_memory_slot(openclaw: OpenClaw) -> None:
-    assert openclaw.config()["plugins"]["slots"]["memory"] == "memdir"
+    plugins = openclaw.config()["plugins"]
+    assert plugins["slots"]["memory"] == "memdir"
+    assert plugins["entries"]["memory-core"]["enabled"] is False
+    assert plugins["entries"]["memdir"]["hooks"] == {"allowConversationAccess": True}
     done = openclaw.run("plugins", "inspect", "memdir", "--runtime", "--json")
     assert done.returncode == 0, done.stderr
     inspected = json.loads(done.stdout)
@@ -211,8 +231,7 @@ def test_with_the_service_stopped_the_tool_says_so_within_its_time_limit(
     openclaw: OpenClaw,
 ) -> None:
     model = openclaw.model
-    openclaw.service.process.terminate()
-    openclaw.service.process.wait(timeout=30)
+    assert openclaw.memdir("daemon", "stop").returncode == 0
     first = len(model.requests)
     reply = openclaw.turn("agent:main:memdir-down", "Which port does staging use?")
     bodies, times = model.bodies()[first:], model.times[first:]
@@ -224,5 +243,3 @@ def test_with_the_service_stopped_the_tool_says_so_within_its_time_limit(
     assert '"unavailable": true' in tool
     assert times[called] - times[called - 1] < TOOL_TIMEOUT_S  # no hung turn
     assert reply["payloads"]
-    openclaw.service = start_service(openclaw.service.home, HOME=str(openclaw.home))
-    time.sleep(0.1)

@@ -182,8 +182,14 @@ def claude_memory_command(action: str | None) -> None:
 
 @cli.command("hook")
 @click.argument("event", type=click.Choice(EVENT_COMMANDS))
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Answer at once and run the hook in the background (the memdir executable forks; "
+    "for SessionEnd, which Claude Code cancels after 1.5 s in a plugin).",
+)
 @click.pass_context
-def hook_command(ctx: click.Context, event: str) -> None:
+def hook_command(ctx: click.Context, event: str, detach: bool) -> None:
     """Run one Claude Code hook: read its JSON on stdin, answer on stdout.
 
     `memdir hooks install claude-code` writes these commands into Claude Code's settings;
