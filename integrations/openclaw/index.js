@@ -1,4 +1,4 @@
-// OpenClaw memory plugin backed by memdir (https://…/memdir, README "OpenClaw").
+// OpenClaw memory plugin backed by memdir (memdir's README, "OpenClaw: memdir as its memory").
 //
 // It fills OpenClaw's memory slot: the tools memory_search and memory_get, the recall section of
 // the system prompt, the pre-compaction flush into today's daily log, a memory search manager for
