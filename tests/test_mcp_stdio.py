@@ -202,10 +202,10 @@ def test_the_server_answers_every_line_and_keeps_serving(raw_server: RawClient) 
     search = {"name": "memory_search", "arguments": {"query": "walrus dawn"}}
     reply = raw_server.ask(request(8, "tools/call", search))
     assert reply["id"] == 8 and not reply["result"]["isError"]
-    assert reply["result"]["structuredContent"]["results"]
+    assert json.loads(reply["result"]["content"][0]["text"])["results"]
     written = {"name": "memory_write", "arguments": {"text": "café au lait is my favourite"}}
     reply = raw_server.ask(request(9, "tools/call", written))
-    assert reply["id"] == 9 and reply["result"]["structuredContent"]["written"] is True
+    assert reply["id"] == 9 and json.loads(reply["result"]["content"][0]["text"])["written"] is True
     assert raw_server.close() == 0
 
 
@@ -238,3 +238,22 @@ def test_the_wire_is_kept_from_children_and_stray_prints(tmp_path: Path) -> None
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["id"] for r in replies] == [1, 2]  # `cat` read EOF, not the second request
     assert done.stderr.count(b"stray print") == 2
+
+
+def test_a_tool_result_is_one_compact_body(raw_server: RawClient) -> None:
+    """One result body per call: the reply's JSON once, as text (no ``structuredContent`` copy),
+    in at most 0.55 of the tokens the doubled reply took (measured on the same call)."""
+    from memdir.llm.base import count_tokens
+
+    search = {"name": "memory_search", "arguments": {"query": "walrus dawn"}}
+    result = raw_server.ask(request(3, "tools/call", search))["result"]
+    assert "structuredContent" not in result and len(result["content"]) == 1
+    data = json.loads(result["content"][0]["text"])
+    assert data["results"][0]["citation"].startswith("memory/2026-11-28.md#L")
+    doubled = {  # the reply before issue 36: the JSON as text and again as structured content
+        "content": [{"type": "text", "text": json.dumps(data, ensure_ascii=False)}],
+        "structuredContent": data,
+        "isError": False,
+    }
+    ratio = count_tokens(json.dumps(result)) / count_tokens(json.dumps(doubled))
+    assert ratio <= 0.55, ratio

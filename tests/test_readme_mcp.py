@@ -224,7 +224,7 @@ def test_claude_code_says_connected_for_the_readme_lines(home: Path, tmp_path: P
     memdir_home.mkdir(exist_ok=True)
     (memdir_home / "config.toml").write_text(f"[service]\nport = {port}\n")
     env.pop("MEMDIR_SERVICE", None)
-    (start,) = [line for line in shell_lines(text) if line.startswith("memdir daemon start")]
+    start = next(line for line in shell_lines(text) if line.startswith("memdir daemon start"))
     subprocess.run(["bash", "-c", start], cwd=project, env=env, check=True, timeout=120)
     try:
         names = []

@@ -42,6 +42,8 @@ from memdir.service.protocol import (
 def main() -> None:
     """Console-script entry point: the service's answer, or the command run here."""
     argv = sys.argv[1:]
+    if command_of(argv) == "hook" and DETACH in argv and _detached_parent():
+        return  # the child goes on with the hook; Claude Code has its answer (nothing) now
     use_service = os.environ.get("MEMDIR_SERVICE", "").strip().lower() not in OFF_VALUES
     if use_service:
         code = run_through_service(argv)
@@ -57,6 +59,34 @@ def main() -> None:
 
         start_quietly()
     run_here()
+
+
+#: ``memdir hook EVENT --detach``: answer at once, run the hook in the background.
+DETACH = "--detach"
+
+
+def _detached_parent() -> bool:
+    """For ``hook … --detach``: read the hook's input, then fork; True in the parent, which
+    ends at once, False in the child, which goes on in a session of its own with its output
+    thrown away. Claude Code gives a plugin's SessionEnd hooks 1.5 s before it cancels them
+    (docs/design.md#interfaces), less than an archive with its model call takes. Where there
+    is no fork, the hook runs in this process."""
+    if not hasattr(os, "fork"):
+        return False
+    try:
+        data = sys.stdin.buffer.read(MAX_STDIN_BYTES) if sys.stdin is not None else b""
+    except (OSError, ValueError):
+        data = b""
+    sys.stdin = _Replay(data)
+    sys.stdout.flush()
+    if os.fork():
+        return True
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # Claude Code waits for the hook's stdout and stderr to close
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    return False
 
 
 def run_through_service(argv: list[str]) -> int | None:

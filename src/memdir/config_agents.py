@@ -69,22 +69,24 @@ class ServiceConfig:
     """The per-user service (``memdir daemon``; docs/design.md#the-per-user-service), read from
     ``$MEMDIR_HOME/config.toml``.
 
-    ``port``: where it listens on 127.0.0.1. ``idle_minutes``: a workspace without a request
-    for this long is closed (its model and index freed); an idle service started on demand
-    stops after ``idle_minutes`` too. ``max_workspaces``: at most this many workspaces are kept
-    open; asking for one more closes the least recently used one not in use (each holds a
-    model, an index connection and a few threads). ``autostart``: a Claude Code command hook
-    that finds no service starts one in the background, so the next hooks are answered warm.
+    ``port``: where it listens on 127.0.0.1; 0 (the default): the port this home used last,
+    else 8766, else any free one (:mod:`memdir.service.ports`). ``idle_minutes``: a workspace
+    without a request for this long is closed (its model and index freed); an idle service
+    started on demand stops after ``idle_minutes`` too. ``max_workspaces``: at most this many
+    workspaces are kept open; asking for one more closes the least recently used one not in use
+    (each holds a model, an index connection and a few threads). ``autostart``: a Claude Code
+    command hook that finds no service starts one in the background, so the next hooks are
+    answered warm.
     """
 
-    port: int = 8766
+    port: int = 0
     idle_minutes: float = 30.0
     max_workspaces: int = 16
     autostart: bool = True
 
     def __post_init__(self) -> None:
-        if not 1024 <= self.port <= 65535:
-            raise ConfigError("service: need 1024 ≤ port ≤ 65535")
+        if self.port != 0 and not 1024 <= self.port <= 65535:
+            raise ConfigError("service: need port = 0 (memdir chooses) or 1024 ≤ port ≤ 65535")
         if not 1 <= self.idle_minutes <= 7 * 24 * 60:
             raise ConfigError("service: need 1 ≤ idle_minutes ≤ 10080")
         if not 1 <= self.max_workspaces <= 1000:

@@ -6,7 +6,8 @@ A thin adapter: the tools are the contract of :mod:`memdir.tools` (names, descri
 limits, and how a call runs), which :class:`MemoryTools` serves over one :class:`Memory`;
 :func:`build_server` wires it to the official MCP Python SDK (a default dependency,
 imported only when a server is built). A tool that fails answers with an MCP tool error
-(``isError``) carrying memdir's one-line message; the server keeps running.
+(``isError``) carrying memdir's one-line message; the server keeps running. A reply is one
+compact JSON text (:func:`compact_json`), never the same JSON twice.
 
 Privacy (docs/design.md#scopes): in ``shared`` scope MEMORY.md and USER.md are never returned by
 search or get, ``memory_write`` can only append to the daily log, and ``memory://MEMORY.md`` is
@@ -196,6 +197,14 @@ class MemoryTools:
         )
 
 
+def compact_json(data: dict[str, Any]) -> str:
+    """A tool's reply as the one text block of its result: JSON without spaces between its
+    tokens. Not also as ``structuredContent``: no output schema is declared, so a client
+    shows the model the text, and the same JSON twice cost twice the tokens
+    (docs/design.md#interfaces)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def cap_reply(name: str, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` within the reply caps, with ``truncated`` and a ``note`` saying how to read on.
 
@@ -290,8 +299,7 @@ def build_server(
         except Exception as exc:
             log.exception("memdir: tool %s failed", params.name)
             return tool_error(f"internal error: {type(exc).__name__}: {exc}")
-        text = json.dumps(data, ensure_ascii=False)
-        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+        return types.CallToolResult(content=[types.TextContent(text=compact_json(data))])
 
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -124,3 +124,26 @@ def test_cli_install_and_uninstall(ws: Path, tmp_path: Path) -> None:
     bad = runner.invoke(cli, ["hooks", "install", "claude-code", "-w", str(tmp_path / "nope")])
     assert bad.exit_code == 1 and "memdir init" in bad.output
     assert runner.invoke(cli, ["hooks", "install", "cursor"]).exit_code == 2
+
+
+def test_a_detached_hook_answers_at_once_and_archives_after(
+    ws: Path, isolated_env: Path, server: ChatServer, hook_input: HookInput
+) -> None:
+    """``--detach`` (the plugin's SessionEnd, which Claude Code cancels after 1.5 s): the
+    process Claude Code waits for ends before the model answers; the archive comes after."""
+    import time
+
+    env = {**hook_env(isolated_env), "MEMDIR_SERVICE": "off"}
+    server.enqueue(200, openai_reply("staging-port"), delay=3.0)  # a slow model
+    argv = [sys.executable, "-m", "memdir", "-w", str(ws), "hook", "session-end", "--detach"]
+    began = time.monotonic()
+    done = subprocess.run(
+        argv, input=hook_input("SessionEnd"), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+    assert time.monotonic() - began < 3.0  # not waiting for the model
+    archive = ws / "memory" / f"{TODAY}-staging-port.md"
+    deadline = time.monotonic() + 90
+    while not archive.is_file() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "- session: " in archive.read_text(encoding="utf-8")

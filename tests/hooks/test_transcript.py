@@ -111,3 +111,41 @@ def test_sidechains_meta_compact_summaries_reminders_and_thinking_are_left_out(
 def test_a_missing_transcript_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(MemdirError, match="cannot read the transcript"):
         read_transcript(tmp_path / "gone.jsonl")
+
+
+def test_claude_code_s_own_error_replies_are_not_the_model_s_words(tmp_path: Path) -> None:
+    # As Claude Code 2.1.197 wrote them for `claude -p` before login (fields trimmed).
+    lines = [
+        {
+            "type": "user",
+            "isSidechain": False,
+            "message": {"role": "user", "content": "Which port does staging use?"},
+        },
+        {
+            "type": "assistant",
+            "isSidechain": False,
+            "error": "authentication_failed",
+            "isApiErrorMessage": True,
+            "message": {
+                "id": "8400d368",
+                "model": "<synthetic>",
+                "role": "assistant",
+                "type": "message",
+                "content": [{"type": "text", "text": "Not logged in · Please run /login"}],
+            },
+        },
+        {
+            "type": "assistant",
+            "error": "rate_limit",
+            "message": {
+                "id": "9",
+                "model": "<synthetic>",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "API Error: 529 overloaded"}],
+            },
+        },
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    got = read_transcript(path)
+    assert [(m.role, m.content) for m in got.dialogue] == [("user", "Which port does staging use?")]

@@ -1,9 +1,9 @@
 """Claude Code itself (from npm) against the per-user service: the hooks `memdir hooks install
 claude-code --http` writes (SessionStart a command through the thin client, UserPromptSubmit
-and SessionEnd HTTP hooks with the token from settings.local.json), and `claude mcp add
---transport http` + `claude mcp list` over the service's MCP endpoint. Claude Code talks to a
-local fake of the Anthropic API; memdir's LLM is a local OpenAI-compatible fake. Skipped where
-Claude Code is not installed (.ci/run installs it)."""
+and SessionEnd HTTP hooks in settings.local.json, the token in their own header), and
+`claude mcp add --transport http` + `claude mcp list` over the service's MCP endpoint. Claude
+Code talks to a local fake of the Anthropic API; memdir's LLM is a local OpenAI-compatible fake.
+Skipped where Claude Code is not installed (.ci/run installs it)."""
 
 from __future__ import annotations
 
@@ -90,5 +90,8 @@ def test_claude_code_runs_http_hooks_and_mcp_over_http(tmp_path: Path, isolated_
             )
             line = next(x for x in listed.stdout.splitlines() if x.startswith("memdir"))
             assert "Connected" in line, listed.stdout + listed.stderr
+            # `claude mcp list` runs SessionEnd without the settings' env: the HTTP hook's
+            # token is in its own header, so no "SessionEnd hook … failed: HTTP 401"
+            assert "failed" not in listed.stdout + listed.stderr, listed.stdout + listed.stderr
         finally:
             daemon.stop()

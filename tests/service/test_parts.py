@@ -21,7 +21,6 @@ from memdir.errors import MemdirError
 from memdir.hooks.claude_code import (
     install_hooks,
     is_memdir_url,
-    set_token_env,
     token_settings_path,
     uninstall_hooks,
 )
@@ -290,7 +289,10 @@ def test_idle_workspaces_are_closed(fake_home: Path, workspace: Path) -> None:
 def test_http_hooks_are_installed_beside_the_session_start_command(tmp_path: Path) -> None:
     settings = tmp_path / "project" / ".claude" / "settings.json"
     config = load_config().hooks
-    change = install_hooks(settings, tmp_path / "notes", config=config, http_port=8766)
+    token = "t" * 40
+    change = install_hooks(
+        settings, tmp_path / "notes", config=config, http_port=8766, http_token=token
+    )
     data = json.loads(settings.read_text())
     start = data["hooks"]["SessionStart"][0]["hooks"][0]
     assert start["type"] == "command" and "hook session-start" in start["command"]
@@ -299,8 +301,10 @@ def test_http_hooks_are_installed_beside_the_session_start_command(tmp_path: Pat
     assert prompt["url"] == (
         f"http://127.0.0.1:8766/v1/hooks/claude-code/user-prompt-submit?workspace={tmp_path}/notes"
     )
-    assert prompt["headers"] == {"Authorization": "Bearer $MEMDIR_TOKEN"}
-    assert prompt["allowedEnvVars"] == ["MEMDIR_TOKEN"]
+    # the token itself, not an environment variable some of Claude Code's paths leave unset
+    assert prompt["headers"] == {"Authorization": f"Bearer {token}"}
+    assert "allowedEnvVars" not in prompt
+    assert settings.stat().st_mode & 0o777 == 0o600
     assert prompt["timeout"] == 15  # recall_timeout 10 + 5
     assert len(change.added) == 4
     # installing again as commands replaces the HTTP entries; uninstalling removes all
@@ -315,18 +319,44 @@ def test_http_hooks_are_installed_beside_the_session_start_command(tmp_path: Pat
     assert not is_memdir_url("http://example.com/v1/hooks/claude-code/pre-compact")
 
 
-def test_the_token_goes_to_a_settings_file_that_is_not_shared(tmp_path: Path) -> None:
+def test_http_hooks_go_to_a_settings_file_that_is_not_shared(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from memdir import init_workspace
+    from memdir.cli.main import cli
+    from memdir.service import ports
+
     settings = tmp_path / "project" / ".claude" / "settings.json"
     local = token_settings_path(settings)
     assert local.name == "settings.local.json"
     assert token_settings_path(tmp_path / "mine.json") == tmp_path / "mine.json"
+    (isolated_env / "config.toml").write_text('[embedding]\nprovider = "fake"\n')
+    ws, _ = init_workspace(tmp_path / "notes", "en")
     local.parent.mkdir(parents=True)
-    local.write_text("{}")
-    local.chmod(0o644)  # an existing file others can read
-    assert set_token_env(local, "t" * 40)
-    assert not set_token_env(local, "t" * 40)
+    local.write_text('{"env": {"MEMDIR_TOKEN": "old", "KEEP": "1"}}')  # an earlier install
+    local.chmod(0o644)
+    (files.folder() / ports.PORT_FILE).write_text("9123\n")  # this home's port
+    monkeypatch.chdir(tmp_path / "project")
+    runner = CliRunner()
+    plain = ["-w", str(ws), "hooks", "install", "claude-code"]
+    assert runner.invoke(cli, plain, catch_exceptions=False).exit_code == 0
+    done = runner.invoke(cli, [*plain, "--http"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert "hooks" not in json.loads(settings.read_text())  # moved out of the shared file
+    data = json.loads(local.read_text())
+    assert data["env"] == {"KEEP": "1"}
+    prompt = data["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert prompt["url"].startswith("http://127.0.0.1:9123/")
+    assert prompt["headers"]["Authorization"] == f"Bearer {files.token()}"
     assert local.stat().st_mode & 0o777 == 0o600
-    assert json.loads(local.read_text()) == {"env": {"MEMDIR_TOKEN": "t" * 40}}
+    back = runner.invoke(cli, plain, catch_exceptions=False)  # plain again: out of the local one
+    assert back.exit_code == 0 and "hooks" not in json.loads(local.read_text())
+    runner.invoke(cli, [*plain, "--http"], catch_exceptions=False)
+    gone = runner.invoke(cli, ["hooks", "uninstall", "claude-code"], catch_exceptions=False)
+    assert "removed 4 memdir hook(s)" in gone.output
+    assert "hooks" not in json.loads(local.read_text())
 
 
 def test_a_client_of_another_build_is_declined(fake_home: Path, workspace: Path) -> None:

@@ -185,7 +185,7 @@ def test_mcp_over_streamable_http(service: Service, notes: Path) -> None:
         headers = {"Authorization": f"Bearer {service.token}"}
         out: dict[str, Any] = {}
         async with (
-            httpx.AsyncClient(headers=headers, timeout=60) as http,
+            httpx.AsyncClient(headers=headers, timeout=60) as http,  # the 5 s default: a busy CI
             streamable_http_client(url, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as mcp,
         ):

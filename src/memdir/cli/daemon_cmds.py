@@ -9,11 +9,11 @@ from urllib.parse import quote
 
 import click
 
-from memdir.cli.common import print_json, stdout
 from memdir.cli.main import CommandGroup, cli
 from memdir.config import load_config
 from memdir.service import daemon
 from memdir.service import state as files
+from memdir.service.ports import service_port
 
 
 @cli.group("daemon", cls=CommandGroup)
@@ -32,7 +32,8 @@ def daemon_group() -> None:
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
-    help="Default: [service] port (8766); 0: any free port.",
+    help="Default: [service] port (0: this home's last port, else 8766, else a free one); "
+    "0 here: any free port.",
 )
 @click.option(
     "--idle-minutes",
@@ -51,8 +52,7 @@ def run_command(port: int | None, idle_minutes: float | None, exit_when_idle: bo
 def start_command(ctx: click.Context) -> None:
     """Start the service in the background (nothing to do when it runs)."""
     found = daemon.start()
-    out = stdout()
-    out.print(f"memdir service {found.get('version')} running (pid {found.get('pid')})")
+    click.echo(f"memdir service {found.get('version')} running (pid {found.get('pid')})")
     _print_mcp_line(Path(ctx.obj))
 
 
@@ -60,7 +60,7 @@ def start_command(ctx: click.Context) -> None:
 def stop_command() -> None:
     """Stop the service."""
     pid = daemon.stop()
-    stdout().print("no memdir service was running" if pid is None else f"stopped (pid {pid})")
+    click.echo("no memdir service was running" if pid is None else f"stopped (pid {pid})")
 
 
 @daemon_group.command("status")
@@ -71,32 +71,32 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     found = daemon.health()
     running = files.read_state()
     if as_json:
+        from memdir.cli.common import print_json
+
         port = running.port if running else None
         print_json({"running": found is not None, "port": port, **(found or {})})
         return
-    out = stdout()
     if found is None or running is None:
-        out.print("no memdir service is running (start one with `memdir daemon start`)")
+        click.echo("no memdir service is running (start one with `memdir daemon start`)")
         return
-    out.print(
+    click.echo(
         f"memdir service {found.get('version')} on 127.0.0.1:{running.port} "
         f"(pid {found.get('pid')}, since {running.started})"
     )
     served = found.get("served") or []
     most = found.get("max_workspaces")
     if not served:
-        out.print("no workspace open")
+        click.echo("no workspace open")
     elif isinstance(served, list):
-        out.print(f"{len(served)} workspace(s) open" + (f" (at most {most})" if most else ""))
+        click.echo(f"{len(served)} workspace(s) open" + (f" (at most {most})" if most else ""))
     for item in served if isinstance(served, list) else []:
-        out.print(f"  {item['workspace']} ({item['scope']})", markup=False)
+        click.echo(f"  {item['workspace']} ({item['scope']})")
     listed = found.get("inspectors")
     for ui in listed if isinstance(listed, list) else []:
         mode = "writable" if ui.get("writable") else "read-only"
-        out.print(
+        click.echo(
             f"inspector {ui.get('url')} of {ui.get('workspace')} ({mode}), held by "
-            f"{ui.get('held_by')} `memdir ui`: it stops with the last of them",
-            markup=False,
+            f"{ui.get('held_by')} `memdir ui`: it stops with the last of them"
         )
     _print_mcp_line(Path(ctx.obj))
 
@@ -108,17 +108,29 @@ def token_command(rotate: bool) -> None:
     click.echo(files.token(rotate=rotate))
 
 
+#: The name the printed MCP line gives the HTTP server (``memdir`` is the stdio server's).
+MCP_HTTP_NAME = "memdir-http"
+
+
 def _print_mcp_line(workspace: Path) -> None:
-    """The `claude mcp add` line for ``workspace`` over the service's HTTP endpoint."""
-    port = load_config().service.port
-    running = files.read_state()
-    if running is not None:
-        port = running.port
-    url = mcp_url(port, workspace.expanduser().resolve())
-    stdout().print(
-        "MCP over HTTP (Claude Code): claude mcp add --transport http memdir "
-        f"'{url}' --header \"Authorization: Bearer $(memdir daemon token)\"",
-        markup=False,
+    """The `claude mcp add` line for a workspace that exists: ``workspace`` (the one named
+    with -w, MEMDIR_WORKSPACE or the default), else the current folder when it is one."""
+    from memdir.workspace import is_workspace
+
+    port = service_port() or load_config().service.port
+    chosen = next(
+        (w for w in (workspace.expanduser(), Path.cwd()) if w.is_dir() and is_workspace(w)), None
+    )
+    if chosen is None:
+        click.echo(
+            f"MCP over HTTP: no workspace at {workspace} (create one with `memdir init PATH`, "
+            "then run `memdir -w PATH daemon status` for the `claude mcp add` line)"
+        )
+        return
+    url = mcp_url(port, chosen.resolve())
+    click.echo(
+        f"MCP over HTTP (Claude Code): claude mcp add --transport http {MCP_HTTP_NAME} "
+        f"'{url}' --header \"Authorization: Bearer $(memdir daemon token)\""
     )
 
 

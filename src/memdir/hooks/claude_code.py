@@ -17,13 +17,16 @@ flush_timeout``, ``slug_timeout``) and a cold start.
 
 With the per-user service (``--http``, docs/design.md#the-per-user-service), UserPromptSubmit,
 PreCompact and SessionEnd are HTTP hooks instead (``{"type": "http", "url":
-"http://127.0.0.1:8766/v1/hooks/claude-code/<event>?workspace=…"}``, the token sent as
-``Authorization: Bearer $MEMDIR_TOKEN`` with ``allowedEnvVars``), answered by the warm service
-without a process; SessionStart stays a command (Claude Code 2.1.197 skips HTTP hooks for it),
-which starts the service when none runs. An HTTP hook whose service is down fails at once and
-Claude Code goes on without it. The token goes into the ``env`` of a settings file that is not
-shared (:func:`token_settings_path`). An entry is memdir's when its command runs memdir's
-``hook`` or its URL is memdir's hook route on the loopback address.
+"http://127.0.0.1:<port>/v1/hooks/claude-code/<event>?workspace=…"}``), answered by the warm
+service without a process; SessionStart stays a command (Claude Code 2.1.197 skips HTTP hooks
+for it), which starts the service when none runs. An HTTP hook whose service is down fails at
+once and Claude Code goes on without it. The token is written into the entries' own
+``Authorization`` header, not read from an environment variable: some of Claude Code's code
+paths (``claude mcp list`` runs SessionEnd) do not apply a settings file's ``env``, and the
+hook then went out without it (HTTP 401). So the entries go into a settings file that is not
+shared (:func:`token_settings_path`, made 0600) and memdir's entries leave the shared one. An
+entry is memdir's when its command runs memdir's ``hook`` or its URL is memdir's hook route on
+the loopback address.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ STARTUP_ALLOWANCE_S = 15
 HTTP_ALLOWANCE_S = 5
 #: The events Claude Code runs as HTTP hooks (it skips HTTP hooks for SessionStart).
 HTTP_EVENTS = ("UserPromptSubmit", "PreCompact", "SessionEnd")
-#: The path of the service's hook route, and the variable the token is read from.
+#: The path of the service's hook route, and the variable earlier installs kept the token in.
 HOOK_ROUTE = "/v1/hooks/claude-code/"
 TOKEN_VAR = "MEMDIR_TOKEN"
 
@@ -138,12 +141,14 @@ def hook_url(port: int, event: HookEvent, workspace: Path) -> str:
     return f"http://127.0.0.1:{port}{HOOK_ROUTE}{event.command}?workspace={where}"
 
 
-def http_entry(port: int, event: HookEvent, workspace: Path, config: HooksConfig) -> dict[str, Any]:
+def http_entry(
+    port: int, event: HookEvent, workspace: Path, config: HooksConfig, token: str
+) -> dict[str, Any]:
+    """An HTTP hook entry, the token in its own header (see the module docstring)."""
     return {
         "type": "http",
         "url": hook_url(port, event, workspace),
-        "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"},
-        "allowedEnvVars": [TOKEN_VAR],
+        "headers": {"Authorization": f"Bearer {token}"},
         "timeout": event.timeout(config, http=True),
     }
 
@@ -171,31 +176,10 @@ def token_settings_path(path: Path) -> Path:
     return path
 
 
-def set_token_env(path: Path, token: str) -> bool:
-    """Put ``MEMDIR_TOKEN`` into the ``env`` of the settings at ``path`` and make the file
-    readable by its owner only (mode 0600); whether the file changed.
-
-    Raises:
-        MemdirError: the file is not a JSON object of the expected shape, or cannot be written.
-    """
-    data = _load(path)
-    env = data.setdefault("env", {})
-    if not isinstance(env, dict):
-        raise MemdirError(f'{path}: "env" is not an object; nothing was changed')
-    changed = env.get(TOKEN_VAR) != token
-    if changed:
-        env[TOKEN_VAR] = token
-        _save(path, data)
-    target = path.resolve()
-    if target.stat().st_mode & 0o077:  # it holds a secret now: only its owner reads it
-        os.chmod(target, 0o600)
-        changed = True
-    return changed
-
-
 def unset_token_env(path: Path) -> bool:
-    """Take ``MEMDIR_TOKEN`` out of the ``env`` of the settings at ``path``; whether it was
-    there. Never raises (a file that is not as expected is left alone)."""
+    """Take ``MEMDIR_TOKEN`` (where earlier installs put the token) out of the ``env`` of the
+    settings at ``path``; whether it was there. Never raises (a file that is not as expected
+    is left alone)."""
     try:
         data = _load(path) if path.exists() else {}
     except MemdirError:
@@ -236,9 +220,11 @@ def install_hooks(
     config: HooksConfig,
     executable: Sequence[str] | None = None,
     http_port: int | None = None,
+    http_token: str = "",
 ) -> SettingsChange:
     """Write memdir's hook entries for ``workspace`` into the Claude Code settings at ``path``;
-    with ``http_port``, HTTP hooks to the service on that port for :data:`HTTP_EVENTS`.
+    with ``http_port``, HTTP hooks to the service on that port for :data:`HTTP_EVENTS`, sending
+    ``http_token`` (the file is then made readable by its owner only).
 
     Raises:
         MemdirError: the file is not a JSON object of the expected shape (nothing is written),
@@ -254,7 +240,7 @@ def install_hooks(
         entry: dict[str, Any]
         if http_port is not None and event.name in HTTP_EVENTS:
             command = hook_url(http_port, event, workspace)
-            entry = http_entry(http_port, event, workspace, config)
+            entry = http_entry(http_port, event, workspace, config, http_token)
         else:
             command = hook_command(runner, event, workspace)
             entry = {"type": "command", "command": command, "timeout": event.timeout(config)}
@@ -266,6 +252,10 @@ def install_hooks(
     change.changed = json.dumps(data, sort_keys=True) != before
     if change.changed:
         _save(path, data)
+    if http_port is not None:
+        target = path.resolve()
+        if target.stat().st_mode & 0o077:  # it holds the token: only its owner reads it
+            os.chmod(target, 0o600)
     return change
 
 

@@ -6,8 +6,10 @@ Each line is one JSON object. The conversation is in the lines of ``type`` ``use
 reply as its own line (same ``message.id``); those are joined again. Left out: lines of other
 types (attachments, queue operations, summaries, system lines), subagent lines
 (``isSidechain``), Claude Code's own meta lines (``isMeta``), the summary a compaction put at
-the start (``isCompactSummary``: its facts were flushed at that compaction), slash-command
-echoes, ``<system-reminder>`` blocks and thinking.
+the start (``isCompactSummary``: its facts were flushed at that compaction), Claude Code's own
+error replies written as assistant lines ("Not logged in · Please run /login":
+``isApiErrorMessage``, or the model ``<synthetic>`` with an ``error``; no one said them, so no
+archive or flush keeps them), slash-command echoes, ``<system-reminder>`` blocks and thinking.
 
 Tool calls and results are kept short (a tool result becomes a ``tool`` message), so a
 transcript full of file contents still fits a flush prompt. A line that is not valid JSON is
@@ -118,11 +120,24 @@ def read_transcript(path: Path, *, start_line: int = 0) -> Transcript:
     return out
 
 
+def _client_error(entry: dict[str, Any]) -> bool:
+    """Whether an assistant line is Claude Code's own error reply, not the model's words."""
+    if entry.get("type") != "assistant":
+        return False
+    if entry.get("isApiErrorMessage"):
+        return True
+    message = entry.get("message")
+    model = message.get("model") if isinstance(message, dict) else None
+    return model == "<synthetic>" and bool(entry.get("error"))
+
+
 def _message(entry: dict[str, Any]) -> Message | None:
     kind = entry.get("type")
     if kind not in ("user", "assistant") or not isinstance(entry.get("message"), dict):
         return None
     if entry.get("isSidechain") or entry.get("isMeta") or entry.get("isCompactSummary"):
+        return None
+    if _client_error(entry):
         return None
     content = entry["message"].get("content")
     if kind == "user" and _only_tool_results(content):

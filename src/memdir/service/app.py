@@ -17,7 +17,8 @@ On the Unix socket and on 127.0.0.1 (TCP, what Claude Code reaches):
   in, the reply Claude Code reads out (an empty body: nothing to add), as ``memdir hook``;
 - ``/mcp?workspace=ABS[&scope=shared]``: the MCP server over streamable HTTP, the tools of
   ``memdir serve`` on the warm workspace;
-- ``GET /v1/health``: version, pid and the served workspaces.
+- ``GET /v1/health``: version, pid and the served workspaces;
+- the JSON routes of other agents' plugins (:mod:`memdir.service.agent_routes`).
 
 The TCP port has its own router without the socket's routes (404 there, whatever the path
 looks like): a command run for a client may read any file its user can (``hook session-end``
@@ -25,8 +26,9 @@ archives the transcript it names), which only the user's own processes may ask f
 
 A workspace is one the service can open: an absolute path to an existing folder; its private
 files follow the scope, as over stdio. The guard refuses a request whose Host is not the
-loopback address and port the service listens on (a web page cannot reach it by DNS rebinding)
-or that lacks ``Authorization: Bearer <token>``, the token its file holds now
+loopback address and port the service listens on (a web page cannot reach it by DNS rebinding),
+whose ``Origin`` is a web page's (:mod:`memdir.service.origins`), or that lacks
+``Authorization: Bearer <token>``, the token its file holds now
 (:class:`~memdir.service.state.TokenFile`: a rotated token works at once, the old one no more).
 """
 
@@ -54,8 +56,10 @@ from memdir.errors import MemdirError
 from memdir.hooks.claude_code import EVENT_COMMANDS
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
 from memdir.mcp_server import build_server
+from memdir.service.agent_routes import agent_routes
 from memdir.service.commands import Declined, decode_request, run_command
 from memdir.service.inspectors import Inspectors, UIEndpoint
+from memdir.service.origins import origin_allowed
 from memdir.service.pool import Pool, PoolFull, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
 from memdir.workspace import refuse_home_folder
@@ -101,6 +105,9 @@ class Guard:
         local_socket = server is not None and server[1] is None
         if not local_socket and headers.get(b"host") not in hosts:
             await PlainTextResponse("wrong Host", status_code=421)(scope, receive, send)
+            return
+        if not local_socket and not origin_allowed(headers.get(b"origin")):
+            await PlainTextResponse("Origin not allowed", status_code=403)(scope, receive, send)
             return
         token = self.token().encode("ascii", "replace")
         given = headers.get(b"authorization", b"")
@@ -255,6 +262,7 @@ def create_app(
         Route("/v1/health", health, methods=["GET"]),
         Route("/v1/hooks/claude-code/{event}", hook, methods=["POST"]),
         Route("/mcp", MCPEndpoint(pool, lambda: state["tasks"]), methods=MCP_METHODS),
+        *agent_routes(pool),
     ]
     socket_only = [
         Route("/v1/shutdown", shutdown, methods=["POST"]),
