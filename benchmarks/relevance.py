@@ -224,10 +224,7 @@ def kept(
 
 
 def off_topic(gate: Any, record: dict[str, Any]) -> bool:
-    evidence = record["evidence"]
-    return bool(
-        gate.off_topic(evidence["best_coverage"], record["unknown"], evidence["best_vector"])
-    )
+    return bool(gate.off_topic({**record["evidence"], "unknown": record["unknown"]}))
 
 
 #: What the gate may cost a kind of workspace it is fitted on: its share of answerable
@@ -252,14 +249,7 @@ def fit_gate(records: Sequence[dict[str, Any]], most_lost: float = GATE_MOST_LOS
                 gate = Gate(coverage, unknown, vector)
                 lost, off = [], []
                 for group in by_kind.values():
-                    flags = [
-                        gate.off_topic(
-                            r["evidence"]["best_coverage"],
-                            r["unknown"],
-                            r["evidence"]["best_vector"],
-                        )
-                        for r in group
-                    ]
+                    flags = [off_topic(gate, r) for r in group]
                     on = [f for f, r in zip(flags, group, strict=True) if r["on_topic"]]
                     lost.append(statistics.fmean(on) if on else 0.0)
                     off.append(

@@ -79,6 +79,8 @@ def test_a_note_of_the_other_language_is_put_on_the_cosine_scale() -> None:
     centred = float(stored @ centred_query(query, 0.0, MEANS) / np.linalg.norm(stored))
     assert other.vector == pytest.approx(SCALE.alpha + SCALE.beta * (centred + COMPANION * 1.0))
     assert other.vector > 0.85  # it says the same thing: it outranks the weaker English match
+    assert other.across == (pytest.approx(centred), pytest.approx(1.0))  # the gate reads both
+    assert same.across is None
 
 
 def test_an_unrelated_note_of_the_other_language_stays_low() -> None:
@@ -101,4 +103,4 @@ def test_without_a_stored_vector_the_cosine_stays() -> None:
     other = _cand(2, "会员积分改版", 0.7)
     across = Across(MEANS, lambda seqs: {}, None, SCALE)
     rescore([other], "points redesign", _unit(1, 1), across)
-    assert other.vector == 0.7 and other.cosine is None
+    assert other.vector == 0.7 and other.cosine is None and other.across is None

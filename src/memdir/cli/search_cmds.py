@@ -73,7 +73,8 @@ def search_command(
     for warning in response.warnings:
         stderr().print(styled(("note", "yellow"), f": {warning}"))
     if not response.results:
-        out.print("no results" + (" (nothing reached min_score)" if response.calibrated else ""))
+        hint = " (nothing in these notes is about it; --min-score 0 shows the closest)"
+        out.print("no results" + (hint if response.calibrated else ""))
         return
     for rank, hit in enumerate(response.results, start=1):
         where = f"  ({hit.context})" if hit.context else ""

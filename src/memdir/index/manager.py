@@ -569,12 +569,18 @@ class IndexManager:
         """The share of the query's terms of which no form occurs in any chunk of the index (0
         without terms): a word of the other language whose translation the notes use is not
         unknown."""
+        found = self.found_weights(concepts)
+        return sum(1 for w in found if w <= 0) / len(found) if found else 0.0
+
+    def found_weights(self, concepts: Sequence[Mapping[str, float]]) -> list[float]:
+        """For each of the query's terms (its forms → weights), the weight of its best form
+        that occurs in some chunk of the index (0 when none does)."""
         wanted = [dict(c) for c in concepts if c]
         if not wanted:
-            return 0.0
+            return []
         forms = list(dict.fromkeys(f for c in wanted for f in c))
         found = self._term_counts(forms, self._corpus_stats())[0]
-        return sum(1 for c in wanted if all(found.get(f, 0) <= 0 for f in c)) / len(wanted)
+        return [max((w for f, w in c.items() if found.get(f, 0) > 0), default=0.0) for c in wanted]
 
     def _term_idf(self, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
         """IDFs of the query terms (see :meth:`_term_counts`)."""

@@ -152,8 +152,10 @@ def rescore(
             continue  # no stored vector to centre: its cosine stays
         centred = _centred(vec, cand.chunk.text, q, across.means)
         code = coded.get(cand.chunk.seq)
-        companion = float(code @ u) if code is not None and u is not None else centred
+        coded_cosine = float(code @ u) if code is not None and u is not None else None
+        companion = centred if coded_cosine is None else coded_cosine
         mapped = scale.alpha + scale.beta * (centred + COMPANION * companion)
+        cand.across = (centred, coded_cosine)
         cand.cosine = cand.vector
         value = (1.0 - gap) * cand.vector + gap * mapped
         cand.vector = max(0.0, min(1.0, value))

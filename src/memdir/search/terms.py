@@ -39,6 +39,13 @@ class TermWeights(dict[str, float]):
     (:func:`found_tokens`), so that an English search never loads jieba."""
 
     segment: bool = False
+    #: Its terms with CJK characters, once counted (placement asks for every line).
+    _cjk: tuple[int, tuple[str, ...]] | None = None
+
+    def cjk_terms(self) -> tuple[str, ...]:
+        if self._cjk is None or self._cjk[0] != len(self):
+            self._cjk = (len(self), tuple(t for t in self if has_cjk(t)))
+        return self._cjk[1]
 
 
 def found_tokens(text: str, weights: Iterable[str]) -> tuple[str, ...]:
@@ -49,8 +56,13 @@ def found_tokens(text: str, weights: Iterable[str]) -> tuple[str, ...]:
     tokens = chunk_tokens(text, segment)
     if segment:
         return tokens
-    inside = tuple(t for t in weights if has_cjk(t) and t in text)
+    cjk = weights.cjk_terms() if isinstance(weights, TermWeights) else _cjk_of(weights)
+    inside = tuple(t for t in cjk if t in text)
     return tokens + inside if inside else tokens
+
+
+def _cjk_of(terms: Iterable[str]) -> tuple[str, ...]:
+    return tuple(t for t in terms if has_cjk(t))
 
 
 def term_weights(

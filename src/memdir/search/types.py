@@ -65,6 +65,9 @@ class Candidate:
     #: The plain cosine of its vector leg, when :mod:`memdir.search.across` replaced ``vector``
     #: by its similarity across languages (None: ``vector`` is the cosine).
     cosine: float | None = None
+    #: For a note of the other language than the query: its centred cosine and its companion
+    #: model's cosine (None without a companion code), :func:`memdir.search.across.rescore`.
+    across: tuple[float, float | None] | None = None
 
 
 @dataclass
