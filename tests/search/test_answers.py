@@ -50,6 +50,24 @@ def test_a_line_holds_a_port_by_name_or_by_value() -> None:
     assert not holds_slot(port, LOCK)  # PX 30000 is a lock timeout, not a port
 
 
+@pytest.mark.parametrize(
+    ("line", "held"),
+    [
+        ("- Staging Redis listens on port 6380.", True),  # a sentence ends after the number
+        ("- 分布式锁用 Redis 的端口6381，续约 10 秒", True),  # Chinese written against it
+        ("- bumped the client to 1.6380.2", False),  # part of a version
+        ("- listens on 6380.5", False),
+        ("- the port is v6380", False),  # part of a word
+    ],
+)
+def test_a_port_number_stands_on_its_own(line: str, held: bool) -> None:
+    """A port at the end of a sentence ("port 6380.") was not a value: answer-first then moved
+    a Chinese note with another port above the English one that answered."""
+    values = asked_slot("which port does staging redis listen on")
+    assert values is not None
+    assert bool(values.value.search(line)) is held
+
+
 def test_the_window_cites_the_line_that_answers() -> None:
     window = ["# 2026-11-27", "", "- Standup: Alice moves billing to Postgres 16.", PORT, "- Bob"]
     assert answer_lines(window, WEIGHTS, asked_slot("Redis 用哪个端口")) == (3, 3)

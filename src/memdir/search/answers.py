@@ -31,7 +31,9 @@ from dataclasses import dataclass
 
 from memdir.search.terms import found_tokens
 
-_NUMBER = r"(?<![\w.])\d{2,5}(?![\w.])"
+# A number on its own: not part of a version (1.23.4) or a Latin word, though a sentence may
+# end right after it ("port 6380.") and Chinese is written against it ("端口6381，").
+_NUMBER = r"(?<![0-9A-Za-z_.])\d{2,5}(?![0-9A-Za-z_]|\.[0-9A-Za-z])"
 
 
 @dataclass(frozen=True)
