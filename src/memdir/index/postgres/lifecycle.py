@@ -14,9 +14,10 @@ from memdir.errors import ConfigError, IndexStoreError
 from memdir.index.base import IndexBackend, LifecycleOptions
 from memdir.index.postgres.schema import (
     DATA_VERSION,
+    EXACT_SEARCH_MAX,
     HNSW_MAX_DIMS,
     driver,
-    ensure_vector_index,
+    ensure_workspace_index,
     redact_url,
 )
 from memdir.index.postgres.store import PostgresStore, workspace_lock_key
@@ -63,17 +64,12 @@ class PostgresLifecycle:
         if self._store is not None and (self._store.conn.closed or self._store.conn.broken):
             self.close()
         if self._store is None:
-            store = PostgresStore.open(self.url, self.workspace_id, self.host)
-            try:
-                if self.dims and not ensure_vector_index(store.conn, self.dims):
-                    self.notes.append(
-                        f"{self.dims}-dimensional vectors are beyond pgvector's HNSW limit "
-                        f"({HNSW_MAX_DIMS}): vector search is exact"
-                    )
-            except BaseException:
-                store.close()
-                raise
-            self._store = store
+            self._store = PostgresStore.open(self.url, self.workspace_id, self.host)
+            if self.dims > HNSW_MAX_DIMS:
+                self.notes.append(
+                    f"{self.dims}-dimensional vectors are beyond pgvector's HNSW limit "
+                    f"({HNSW_MAX_DIMS}): vector search is exact"
+                )
         return self._store
 
     @contextlib.contextmanager
@@ -98,6 +94,23 @@ class PostgresLifecycle:
             if self._lock_depth == 0:
                 with contextlib.suppress(Exception):  # a lost connection released it already
                     store.conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                self._index_if_large(store)
+
+    def _index_if_large(self, store: PostgresStore) -> None:
+        """After a write phase that stored vectors: give the workspace its own HNSW index once
+        it holds more than :data:`EXACT_SEARCH_MAX` of them (built by this writer, outside the
+        writer lock, without blocking other writers; docs/design.md#vector-search)."""
+        if not store.vectors_added or not 0 < self.dims <= HNSW_MAX_DIMS:
+            return
+        store.vectors_added = False
+        if store.conn.closed or store.conn.broken:
+            return
+        own = store.hnsw_index(self.dims, fresh=True)
+        if own is not None and own != f"memdir_vectors_hnsw_{self.dims}":
+            return
+        if store.vector_count(self.dims, EXACT_SEARCH_MAX + 1) > EXACT_SEARCH_MAX:
+            ensure_workspace_index(store.conn, self.workspace_id, self.dims)
+            store.hnsw_index(self.dims, fresh=True)
 
     def rebuild(self, fill: Callable[[IndexBackend], None]) -> None:
         """Clear the workspace's rows and ``fill`` them again, all in one transaction."""
