@@ -102,8 +102,25 @@ def push(worktree: Path, remote: str, branch: str, commit: str) -> Pushed:
     return Pushed(False, rejected, _last_lines(text))
 
 
+def remote_configured(worktree: Path, remote: str) -> bool:
+    """Whether ``remote`` is something to sync with: a URL or path, or the name of a remote
+    the repository has."""
+    if "/" in remote or ":" in remote:
+        return True
+    done = _run(worktree, "config", "--get", f"remote.{remote}.url")
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
 def _last_lines(text: str, n: int = 3) -> str:
     return " / ".join(line.strip() for line in text.splitlines()[-n:] if line.strip())
 
 
-__all__ = ["FETCHED_REF", "GIT_TIMEOUT_S", "Pushed", "fetch", "git_program", "push"]
+__all__ = [
+    "FETCHED_REF",
+    "GIT_TIMEOUT_S",
+    "Pushed",
+    "fetch",
+    "git_program",
+    "push",
+    "remote_configured",
+]
