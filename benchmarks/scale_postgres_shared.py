@@ -58,11 +58,13 @@ def copy_workspace(conn: Any, source: str, target: str, shift: np.ndarray) -> fl
     from memdir.index.postgres.store import workspace_lock_key
 
     started = time.perf_counter()
+    # Schema 5 keeps each host's copy (memdir_copies, memdir_holders); schemas 1-4 the
+    # (mtime, size) each host saw (memdir_file_seen): run by today's memdir or an older one.
+    copies = conn.execute("SELECT to_regclass('memdir_copies')").fetchone()[0] is not None
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (workspace_lock_key(target),))
-        for table in ("memdir_chunks", "memdir_copies", "memdir_files", "memdir_terms"):
+        for table in ("memdir_chunks", "memdir_files", "memdir_terms", "memdir_meta"):
             conn.execute(f"DELETE FROM {table} WHERE workspace_id = %s", (target,))
-        conn.execute("DELETE FROM memdir_meta WHERE workspace_id = %s", (target,))
         conn.execute(
             "INSERT INTO memdir_workspaces(workspace_id) VALUES (%s) ON CONFLICT DO NOTHING",
             (target,),
@@ -77,11 +79,18 @@ def copy_workspace(conn: Any, source: str, target: str, shift: np.ndarray) -> fl
             "warning FROM memdir_files WHERE workspace_id = %s",
             (target, source),
         )
-        conn.execute(
-            "INSERT INTO memdir_copies SELECT %s, host, path, hash, mtime_ns, size, indexed_at "
-            "FROM memdir_copies WHERE workspace_id = %s",
-            (target, source),
-        )
+        if copies:
+            conn.execute(
+                "INSERT INTO memdir_copies SELECT %s, host, path, hash, mtime_ns, size, "
+                "indexed_at FROM memdir_copies WHERE workspace_id = %s",
+                (target, source),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO memdir_file_seen SELECT %s, host, path, mtime_ns, size "
+                "FROM memdir_file_seen WHERE workspace_id = %s",
+                (target, source),
+            )
         conn.execute(
             "INSERT INTO memdir_terms SELECT %s, term, df FROM memdir_terms "
             "WHERE workspace_id = %s",
@@ -94,12 +103,13 @@ def copy_workspace(conn: Any, source: str, target: str, shift: np.ndarray) -> fl
             "embeddable, token_count, seq FROM memdir_chunks WHERE workspace_id = %s ORDER BY seq",
             (target, source),
         )
-        conn.execute(
-            "INSERT INTO memdir_holders SELECT c.workspace_id, h.host, h.path, c.seq "
-            "FROM memdir_chunks c JOIN memdir_holders h ON h.seq = c.updated_at::bigint "
-            "WHERE c.workspace_id = %s",
-            (target,),
-        )
+        if copies:
+            conn.execute(
+                "INSERT INTO memdir_holders SELECT c.workspace_id, h.host, h.path, c.seq "
+                "FROM memdir_chunks c JOIN memdir_holders h ON h.seq = c.updated_at::bigint "
+                "WHERE c.workspace_id = %s",
+                (target,),
+            )
         conn.execute(
             "UPDATE memdir_workspaces w SET generation = s.generation + 1, "
             "chunk_count = s.chunk_count, token_total = s.token_total FROM memdir_workspaces s "
@@ -280,6 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with Memory(args.root, config=config, embedder=embedder) as mem:
             log(f"source re-read after the upgrade: {mem.index.sync(embed=False)}")
     rng = np.random.default_rng(37)
+    # No HNSW index while ~900k vectors are copied in (kept up to date row by row it would
+    # take hours here); each arm builds its own below.
+    drop_indexes(conn, [f"memdir_vectors_hnsw_{DIMS}"])
     for ws in workspaces[1:]:
         shift = (scale.NOISE_SIGMA * rng.standard_normal(DIMS)).astype(np.float32)
         have = conn.execute(
