@@ -167,3 +167,33 @@ def test_a_missing_remote_is_a_clear_error(team_env: None, tmp_path: Path) -> No
     _, (a,) = make_team(tmp_path, ("a",))
     with a.memory() as mem, pytest.raises(WorkspaceError, match="git fetch from nowhere"):
         mem.team_sync(remote="nowhere")
+
+
+def test_a_sync_stopped_after_the_branch_moved_is_finished_by_the_next(
+    team: tuple[Path, list[Host]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The branch moved, the files did not (a kill at that instant): HEAD holds the other
+    host's facts and the files do not; the next sync writes them, once."""
+    from memdir.team import apply
+
+    _, (a, b, _) = team
+    _write(a, "the vpn certificate expires in march")
+    a.sync()
+    _write(b, "the office wifi password rotates monthly on the first")
+    real = apply.write_files
+
+    def stopped(*args: object) -> None:
+        raise KeyboardInterrupt  # the process dies here
+
+    monkeypatch.setattr(apply, "write_files", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        b.sync()
+    assert (b.root / ".memdir" / apply.PLAN_FILE).exists()
+    assert "vpn certificate" in b.git("show", f"HEAD:{DAY}")
+    assert "vpn certificate" not in b.text(DAY)
+    monkeypatch.setattr(apply, "write_files", real)
+    report = b.sync()
+    assert any("interrupted" in note for note in report.notes)
+    assert b.text(DAY).count("vpn certificate") == 1
+    assert b.git("status", "--porcelain") == ""
+    assert not (b.root / ".memdir" / apply.PLAN_FILE).exists()
