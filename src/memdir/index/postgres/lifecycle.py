@@ -24,6 +24,11 @@ from memdir.index.postgres.store import PostgresStore, workspace_lock_key
 
 #: How often a waiting writer retries the advisory lock.
 LOCK_POLL_S = 0.05
+#: How long the workspace's generation read from the database is reused (a search asks for it
+#: four times: counts, corpus statistics, terms): another process's write reaches this
+#: process's cached statistics within this time, its rows at once; this process's own writes
+#: at once.
+GENERATION_REUSE_S = 0.25
 
 
 class PostgresLifecycle:
@@ -58,6 +63,8 @@ class PostgresLifecycle:
             )
         self._store: PostgresStore | None = None
         self._lock_depth = 0
+        #: (generation, when read, the store's commits then).
+        self._generation: tuple[int, float, int] | None = None
 
     def store(self) -> PostgresStore:
         """The open store; a connection found lost by an earlier statement is reopened."""
@@ -142,7 +149,13 @@ class PostgresLifecycle:
         """Nothing to load: PostgreSQL keeps its own vector index."""
 
     def cache_key(self) -> object:
-        return self.read(lambda store: store.generation(), lambda: None)
+        store = self.store()
+        memo, now = self._generation, time.monotonic()
+        if memo is not None and now - memo[1] < GENERATION_REUSE_S and memo[2] == store.commits:
+            return memo[0]
+        generation = int(self.read(lambda s: s.generation(), lambda: None))
+        self._generation = (generation, now, self.store().commits)
+        return generation
 
     def close(self) -> None:
         if self._store is not None:

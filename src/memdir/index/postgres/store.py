@@ -82,6 +82,8 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
         #: Set when a write stored vectors (the lifecycle then checks whether the workspace
         #: has grown large enough for its own HNSW index).
         self.vectors_added = False
+        #: Write transactions this store committed (the lifecycle's generation memo).
+        self.commits = 0
         conn.execute(
             "INSERT INTO memdir_workspaces(workspace_id) VALUES (%s) ON CONFLICT DO NOTHING",
             (workspace_id,),
@@ -123,6 +125,7 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
             finally:
                 self._pending.pop()
                 self._fresh = None
+                self.commits += 1
             self._apply(pending)
 
     def _apply(self, pending: _Pending) -> None:

@@ -75,17 +75,21 @@ class PostgresVectorSearch(WorkspaceRows):
         """``(seq, cosine similarity)`` of the ``k`` nearest vectors, best first.
 
         Args:
-            exact: force exact search (True) or the HNSW index (False); by default exact
-                while the workspace has at most :data:`EXACT_SEARCH_MAX` vectors.
+            exact: force exact search (True) or the HNSW index (False); by default the
+                workspace's own HNSW index once it has one (its writer builds it past
+                :data:`EXACT_SEARCH_MAX` vectors), the index over every workspace while the
+                workspace holds more than that, else exact.
             ef_search: the HNSW candidate list size; default max(:data:`EF_SEARCH_MIN`, 2k).
         """
         dims = int(query.shape[-1])
         if k <= 0 or dims <= 0:
             return []
         vec = np.asarray(query, dtype=np.float32)
-        if exact is None:
-            exact = dims > HNSW_MAX_DIMS or self._few_vectors(dims)
-        index = None if exact else self.hnsw_index(dims)
+        index = None if exact or dims > HNSW_MAX_DIMS else self.hnsw_index(dims)
+        if exact is None and index == f"memdir_vectors_hnsw_{dims}" and self._few_vectors(dims):
+            # The index over every workspace serves a small workspace badly: exact is cheap.
+            # A workspace's own index exists only once it grew large: no count needed then.
+            index = None
         if index is not None:
             ef = ef_search or min(1000, max(EF_SEARCH_MIN, 2 * k))
             rows = self._hnsw(vec, dims, k, ef, own=index != f"memdir_vectors_hnsw_{dims}")
