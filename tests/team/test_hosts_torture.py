@@ -35,7 +35,9 @@ TALLY: Counter[str] = Counter()
 
 
 def _start(host: Host, first: int, out: Path, home: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEMDIR_HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
+    # This process's path: the worker runs the memdir under test, wherever it was imported from.
+    path = os.pathsep.join([str(REPO_ROOT), *sys.path])
+    env = {**os.environ, "MEMDIR_HOME": str(home), "PYTHONPATH": path}
     return subprocess.Popen(
         [
             sys.executable,
