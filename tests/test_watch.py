@@ -252,7 +252,7 @@ def test_a_failed_sync_is_reported_and_the_watcher_goes_on(
         while watcher.syncs == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
     assert [str(e) for e in errors] == ["disk on fire"] and watcher.syncs == 1
-    assert calls[1] == {"paths": None}  # after a failure, a look at every file
+    assert calls[1] == {"paths": None, "bridge": False}  # after a failure, a look at every file
 
 
 def test_a_restart_while_an_old_sync_still_runs_leaves_one_loop(

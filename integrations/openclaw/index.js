@@ -23,6 +23,14 @@ const SEARCH_PARAMETERS = {
   type: "object",
   properties: {
     query: { type: "string", description: "A few keywords or a short question." },
+    variants: {
+      type: "array",
+      items: { type: "string" },
+      maxItems: 5,
+      description:
+        "The same question written otherwise, searched with it as one question: add it " +
+        "translated into the other language (English or Chinese) when the notes may be in it.",
+    },
     maxResults: { type: "integer", minimum: 1, maximum: 50, description: "Most snippets (6)." },
     minScore: { type: "number", minimum: 0, maximum: 1, description: "Drop lower scores." },
   },
@@ -86,12 +94,17 @@ export default {
         description:
           "Search long-term memory (MEMORY.md, daily logs memory/YYYY-MM-DD.md, topic notes) " +
           "before answering about prior work, decisions, dates, people, preferences or todos. " +
-          "Returns the best snippets with a citation path#Lstart-Lend; read more with memory_get.",
+          "Notes often mix Chinese and English: pass the question in the other language too, " +
+          "in variants. Returns the best snippets with a citation path#Lstart-Lend; read more " +
+          "with memory_get.",
         parameters: SEARCH_PARAMETERS,
         async execute(_id, params) {
           try {
             const reply = await callService(where(ctx), "/v1/tools/memory_search", {
               query: params.query,
+              ...(Array.isArray(params.variants) && params.variants.length
+                ? { variants: params.variants }
+                : {}),
               ...(params.maxResults ? { max_results: params.maxResults } : {}),
               ...(params.minScore !== undefined ? { min_score: params.minScore } : {}),
             });

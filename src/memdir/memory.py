@@ -311,7 +311,10 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
             lines_of=self._file_lines,
             embed_missing=self._embed_missing(),
             tight=self._structured_note if self.index.structured else None,
-            bridge=default_bridge() if self.config.search.bridge else None,
+            # Compiled on first use by a long-running process only (docs/design.md#search).
+            bridge=default_bridge(start=self.background is not None)
+            if self.config.search.bridge
+            else None,
             across=self._across(),
             variants=variants,
         )
@@ -436,20 +439,23 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         force: bool = False,
         progress: Progress | None = None,
         paths: Iterable[str] | None = None,
+        bridge: bool = True,
     ) -> SyncReport:
         """Index what changed (everything with ``force``; only among ``paths``, absolute paths
         of files a watcher saw change, when given), then embed pending chunks (with a
-        background embedder running, it gets them instead and this returns at once)."""
+        background embedder running, it gets them instead and this returns at once).
+        ``bridge``: without a background embedder, also compile the bridge's word pairs when
+        this machine has not yet (docs/design.md#search, "Across languages"), beside the
+        indexing, and wait for them; a file watcher's syncs leave it to the first search."""
         worker = self.background
         if worker is None:
-            bridge = prepare_bridge() if self.config.search.bridge else None
+            wanted = bridge and self.config.search.bridge
+            bridge_thread = prepare_bridge() if wanted else None
             try:
                 return self.index.sync(force=force, progress=progress, paths=paths)
             finally:
-                if bridge is not None:
-                    bridge.join()
-        if self.config.search.bridge:
-            prepare_bridge()  # compiled beside the long-running process's own work
+                if bridge_thread is not None:
+                    bridge_thread.join()
         report = self.index.sync(force=force, progress=progress, embed=False, paths=paths)
         worker.wake()
         return report

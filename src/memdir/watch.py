@@ -434,7 +434,7 @@ class WorkspaceWatcher:
         """One sync (of ``paths`` only, when given); whether it succeeded."""
         try:
             with self.lock:
-                report = retry_when_busy(partial(self.memory.sync, paths=paths))
+                report = retry_when_busy(partial(self.memory.sync, paths=paths, bridge=False))
                 if self.warm:
                     # The next search would load (or bring in step) the vector matrix: do it
                     # now, while nobody waits (~2 s at 10,000 files on the first sync).

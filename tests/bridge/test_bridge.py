@@ -117,6 +117,28 @@ def test_an_unwritable_cache_keeps_the_pairs_in_memory(tmp_path: Path) -> None:
     assert "port" in compiled.to_english("端口")
 
 
+def test_a_nearly_full_disk_keeps_the_pairs_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full-disk torture run: the 9 MB cache took the space the index being written beside it
+    needed, and `memdir index` failed with "disk is full"."""
+    import shutil
+
+    from memdir.bridge import compiled as compiled_module
+
+    real = shutil.disk_usage
+
+    def nearly_full(path: object) -> object:
+        usage = real(path)  # type: ignore[arg-type]
+        return usage._replace(free=compiled_module.MIN_FREE_BYTES - 1)
+
+    monkeypatch.setattr(compiled_module.shutil, "disk_usage", nearly_full)
+    folder = tmp_path / "cache"
+    compiled = Compiled.build(folder)
+    assert "port" in compiled.to_english("端口")
+    assert list(folder.iterdir()) == []  # nothing written, not even a temporary file
+
+
 def test_a_search_never_waits_for_the_compiling(
     isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,6 +88,15 @@ def test_within_budget_nothing_changes() -> None:
     assert enforce_budget(text, len(text)).text == text
 
 
+def test_a_line_separator_inside_a_promoted_line_does_not_split_it() -> None:
+    """Lines are split at ``\\n`` only, as the chunker numbers them: a U+2028 inside a promoted
+    line (copied from a note) leaves no fragment behind when the line is evicted."""
+    text = PERSON + block("2026-11-01", entry("a\u2028b", "a00001"), entry("c", "a00002"))
+    result = enforce_budget(text, len(PERSON) + 10)
+    assert result.evicted[0] == entry("a\u2028b", "a00001")
+    assert "a\u2028" not in result.text
+
+
 def test_unclosed_markers_are_person_text() -> None:
     text = PERSON + "<!-- memdir:dream:begin 2026-11-01 -->\n" + entry("x", "a00001") + "\n"
     assert find_blocks(text.splitlines()) == []

@@ -117,3 +117,33 @@ test("the prompt section and the flush plan", () => {
   const off = { agents: { defaults: { compaction: { memoryFlush: { enabled: false } } } } };
   assert.equal(flushPlan({ cfg: off }), null);
 });
+
+test("the model's translation of the question reaches memdir as a variant", async () => {
+  const home = mkdtempSync(join(tmpdir(), "memdir-home-"));
+  const bodies = [];
+  const service = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (part) => (raw += part));
+    req.on("end", () => {
+      bodies.push(JSON.parse(raw));
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ mode: "hybrid", results: [] }));
+    });
+  });
+  await new Promise((ok) => service.listen(0, "127.0.0.1", ok));
+  mkdirSync(join(home, "service"));
+  const state = { port: service.address().port, pid: process.pid, version: "x", started: "" };
+  writeFileSync(join(home, "service", "service.json"), JSON.stringify(state));
+  writeFileSync(join(home, "service", "token"), "t".repeat(43), { mode: 0o600 });
+  const got = register({ home });
+  assert.ok(got.tools.memory_search.parameters.properties.variants);
+  await got.tools.memory_search.execute("1", {
+    query: "When does the points redesign launch?",
+    variants: ["积分改版什么时候上线？"],
+  });
+  await got.tools.memory_search.execute("2", { query: "port" });
+  service.close();
+  service.closeAllConnections();
+  assert.deepEqual(bodies[0].variants, ["积分改版什么时候上线？"]);
+  assert.equal(bodies[1].variants, undefined); // none given: none sent
+});

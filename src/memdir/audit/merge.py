@@ -17,10 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from difflib import SequenceMatcher
 
-
-def split_lines(text: str) -> list[str]:
-    """``text`` cut into lines that keep their terminators (``\\n`` or ``\\r\\n``)."""
-    return text.splitlines(keepends=True) if text else []
+from memdir.markdown.sections import split_lines
 
 
 def line_key(line: str) -> str:

@@ -103,12 +103,13 @@ _default: Bridge | None = None
 _compiling: threading.Thread | None = None
 
 
-def default_bridge(*, wait: bool = False) -> Bridge | None:
+def default_bridge(*, wait: bool = False, start: bool = True) -> Bridge | None:
     """The process's bridge, its pairs read from ``$MEMDIR_HOME/cache``; None while they are
     not compiled there yet: a search never waits for the compiling (about 3 s, once per
-    machine), it starts it on a thread of its own (:func:`prepare`) and searches without
-    translations meanwhile. ``wait``: compile now when needed (``memdir init``, ``memdir
-    index``)."""
+    machine). ``start``: compile on a thread of its own meanwhile (:func:`prepare`; a
+    long-running process, whose later searches get the translations; a one-shot command
+    would only take a core from its own search and end before it is done). ``wait``:
+    compile now when needed (``memdir init``, ``memdir index``)."""
     global _default
     with _lock:
         if _default is not None:
@@ -120,7 +121,8 @@ def default_bridge(*, wait: bool = False) -> Bridge | None:
             _default = Bridge(found)
             return _default
     if not wait:
-        prepare()
+        if start:
+            prepare()
         return None
     _compile()
     return _default

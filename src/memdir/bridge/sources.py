@@ -38,6 +38,7 @@ GLOSS_STOPWORDS = ENGLISH_STOPWORDS | frozenset(
 )
 _ENTRY_RE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
 _PAREN_RE = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+_PHRASES = re.compile(r"[;,]")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]")
 #: Senses that are references, not meanings.
 _SKIP_SENSE = re.compile(
@@ -105,7 +106,9 @@ def dictionary_pairs(path: Path, words: Container[str] | None = None) -> Iterato
         if words is not None and len(zh) > 1 and zh not in words:
             continue
         senses = [s for s in match.group(4).split("/") if s and not _SKIP_SENSE.match(s)]
-        phrases = [p for sense in senses[:MAX_SENSES] for p in sense.split(";")[:2]]
+        # A sense's phrases are separated by ";" or "," ("Shanghai municipality, central east
+        # China": the first phrase is the word, the rest describe it).
+        phrases = [p for sense in senses[:MAX_SENSES] for p in _PHRASES.split(sense)[:2]]
         yield from _phrase_pairs(zh, phrases, 1.0)
 
 

@@ -29,6 +29,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memdir.markdown.sections import split_lines
+
 BEGIN_RE = re.compile(r"^<!-- memdir:dream:begin (\d{4}-\d{2}-\d{2}) -->[ \t]*$")
 END_RE = re.compile(r"^<!-- memdir:dream:end -->[ \t]*$")
 HEADING_RE = re.compile(r"^#{1,6} Promoted \d{4}-\d{2}-\d{2}[ \t]*$")
@@ -48,11 +50,6 @@ class GeneratedBlock:
     end: int
     entries: list[int] = field(default_factory=list)
     foreign: list[int] = field(default_factory=list)  # person-written lines inside the block
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings (``\\n`` or ``\\r\\n``); ``"".join`` gives the text back."""
-    return text.splitlines(keepends=True) if text else []
 
 
 def strip_ending(line: str) -> str:
