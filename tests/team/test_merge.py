@@ -25,6 +25,17 @@ def test_two_appends_keep_both_sides_in_order() -> None:
     assert not merged.contradictions
 
 
+def test_a_line_holding_a_line_separator_stays_one_line() -> None:
+    # U+2028 is text inside a line, not its end (as for the chunker and the audit merge): the
+    # other side's "- still here" is its own fact, not the tail of this side's line.
+    base = "# 2026-12-04\n- one\n"
+    ours = base + "- here\u2028- still here\n"
+    theirs = base + "- still here\n"
+    merged = merge_file(LOG, base, ours, theirs)
+    assert merged is not None
+    assert merged.text == base + "- still here\n- here\u2028- still here\n"
+
+
 def test_files_made_apart_keep_one_heading_and_every_fact() -> None:
     ours = "# 2026-12-04\n\n- written here\n"
     theirs = "# 2026-12-04\n\n- written there\n- written here\n"

@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir.audit.gitstate import unsafe_reason
-from memdir.audit.merge import carry_change, changed_lines, line_key, split_lines
+from memdir.audit.merge import carry_change, changed_lines, line_key
 from memdir.audit.records import AuditRecord, FileChange
 from memdir.audit.rewrite import read_text, rewrite
 from memdir.audit.where import git_trail, git_worktree, repo_prefix
 from memdir.clock import now
 from memdir.errors import MemdirError
 from memdir.fileio import atomic_write, read_regular_file
+from memdir.markdown.sections import split_lines
 from memdir.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memdir.audit import audited, check_writable, read_text, write_text
-from memdir.audit.merge import line_key, split_lines
+from memdir.audit.merge import line_key
 from memdir.audit.provenance import Provenance
 from memdir.errors import MemdirError
+from memdir.markdown.sections import split_lines
 from memdir.search.types import SearchResponse
 from memdir.text import similarity_tokens
 from memdir.workspace import Workspace

@@ -21,8 +21,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from memdir.audit.merge import line_key, split_lines
-from memdir.markdown.sections import parse_sections
+from memdir.audit.merge import line_key
+from memdir.markdown.sections import parse_sections, split_lines
 from memdir.workspace import MEMORY_FILE
 
 
