@@ -86,13 +86,15 @@ def bench_recall(
     """Load the real vectors through ``replace_file`` and compare HNSW with exact top 10."""
     from memdir.index.base import NewChunk
     from memdir.index.postgres import PostgresStore
-    from memdir.index.postgres.schema import ensure_vector_index
+    from memdir.index.postgres.schema import ensure_workspace_index
     from memdir.text import index_text
 
     store = PostgresStore.open(url, f"bench-recall-{len(docs)}", "bench")
     store.drop_workspace()
     store = PostgresStore.open(url, f"bench-recall-{len(docs)}", "bench")
-    ensure_vector_index(store.conn, int(vectors.shape[1]))
+    # The workspace's own HNSW index, made while it is empty so that it is kept up to date as
+    # the rows arrive, as in use (memdir builds it once a workspace passes 20,000 vectors).
+    ensure_workspace_index(store.conn, store.workspace_id, int(vectors.shape[1]))
     per_file = 500
     with scale.stopwatch() as load:
         for start in range(0, len(docs), per_file):

@@ -91,7 +91,7 @@ def test_tools_are_listed_with_schemas_and_annotations(ws: Path, isolated_env: P
                 "max_results",
                 "min_score",
             }
-            assert set(get.input_schema["properties"]) == {"path", "from", "lines"}
+            assert set(get.input_schema["properties"]) == {"path", "from", "lines", "copy"}
             assert write_.input_schema["properties"]["section"]["enum"] == [
                 "preferences",
                 "decisions",

@@ -169,8 +169,10 @@ def test_review_end_to_end(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> 
             "budget",
             "never_recalled",
             "not_indexed",
+            "disagreements",
             "counts",
         }
+        assert data["disagreements"] == [] and data["counts"]["disagreements"] == 0
         mem.search("office plants Monday")  # recalled now
         assert "- Water the office plants every Monday morning" not in {
             f.text for f in mem.review().never_recalled

@@ -31,6 +31,7 @@ from memdir.config_agents import CLAUDE_CODE_HOOK_CHARS as CLAUDE_CODE_HOOK_CHAR
 from memdir.config_agents import MAX_RESULTS as MAX_RESULTS
 from memdir.config_agents import HooksConfig as HooksConfig
 from memdir.config_agents import ServiceConfig as ServiceConfig
+from memdir.config_agents import TeamConfig as TeamConfig
 from memdir.config_choices import (
     CHOICES,
     LOCAL_EMBEDDING_MODELS,
@@ -399,6 +400,7 @@ class Config:
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
+    team: TeamConfig = field(default_factory=TeamConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     #: Where each setting that is not a default came from: ``"section.key"`` → the config
     #: file's path, or ``arguments`` (see :meth:`origin`). Not part of equality.

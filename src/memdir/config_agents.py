@@ -91,3 +91,28 @@ class ServiceConfig:
             raise ConfigError("service: need 1 ≤ idle_minutes ≤ 10080")
         if not 1 <= self.max_workspaces <= 1000:
             raise ConfigError("service: need 1 ≤ max_workspaces ≤ 1000")
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    """One memory for a team, kept in step through git (``memdir team``;
+    docs/design.md#team-memory).
+
+    ``remote``: the git remote of the workspace's repository to pull from and push to — a
+    remote's name (default ``origin``) or any URL or path git takes. ``branch``: its branch
+    (empty: the branch checked out). ``interval_seconds``: how often the per-user service syncs
+    each open workspace whose repository has that remote (0: never on its own). Only the user's
+    own config may set these (a cloned workspace must not choose where your notes are pushed).
+    """
+
+    remote: str = "origin"
+    branch: str = ""
+    interval_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.remote.strip() or self.remote.startswith("-"):
+            raise ConfigError("team: remote must name a git remote, a URL or a path")
+        if self.branch.startswith("-") or " " in self.branch:
+            raise ConfigError("team: branch must be a branch name")
+        if not (self.interval_seconds == 0 or 5 <= self.interval_seconds <= 24 * 3600):
+            raise ConfigError("team: need interval_seconds = 0 (off) or 5 ≤ it ≤ 86400")

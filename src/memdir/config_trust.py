@@ -25,6 +25,8 @@ _WORKSPACE_FORBIDDEN = {
     ("index", "workspace_id"),
     ("rerank", "base_url"),
     ("rerank", "api_key"),
+    ("team", "remote"),
+    ("team", "branch"),
 }
 #: Providers a workspace-local config may choose (none of them sends data away), by section,
 #: and what a remote one would send.

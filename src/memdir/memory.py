@@ -14,6 +14,7 @@ it never fails a search.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,11 +33,12 @@ from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, ProviderError, QueryError
 from memdir.fileio import read_regular_file
 from memdir.index.background import BackgroundEmbedder, EmbedProgress
+from memdir.index.base import SharedCopies
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
 from memdir.index.unindexed import Unindexed, find_unindexed
 from memdir.markdown.structure import PACK_TOKENS
-from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, read_lines
+from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, copy_lines, read_lines
 from memdir.memory_governance import GovernanceMixin
 from memdir.memory_lifecycle import LifecycleMixin
 from memdir.privacy import SecretGuard
@@ -394,10 +396,17 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         return lines
 
     def get(
-        self, path: str, *, from_line: int | None = None, lines: int | None = None
+        self,
+        path: str,
+        *,
+        from_line: int | None = None,
+        lines: int | None = None,
+        copy: str | None = None,
     ) -> GetResult:
         """``memory_get``: the text of a memory file, or a line range of it
-        (docs/design.md#memory_get).
+        (docs/design.md#memory_get). In an index shared by several hosts, ``copy`` (a search
+        hit's) reads another host's copy from the shared rows, and a file this host does not
+        have yet is read from the newest copy there; the result says so.
 
         Raises:
             PathNotAllowed: the path is outside the memory files, hidden in shared scope, or a
@@ -409,7 +418,18 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
         if lines is not None and lines < 1:
             raise QueryError("lines must be 1 or more")
         target, shown = self._memory_path(path)
-        return read_lines(target, shown, path, from_line, lines)
+        if not copy:
+            result = read_lines(target, shown, path, from_line, lines)
+            if result.exists:
+                return result
+        found = None
+        with contextlib.suppress(MemdirError):  # no index to ask: the file is simply missing
+            store = self.index.store()
+            if isinstance(store, SharedCopies):
+                found = self.index.read(lambda _s: store.file_copy(shown, copy or None))
+        if found is None:
+            return GetResult(shown, "", from_line or 1, 0, 0, exists=False)
+        return copy_lines(found, shown, from_line, lines, asked=bool(copy))
 
     # -- maintenance ----------------------------------------------------------------------
 

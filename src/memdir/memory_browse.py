@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from memdir.dreaming.budget import BudgetUsage
     from memdir.dreaming.store import RecallStore
     from memdir.history import HistoryEvent
+    from memdir.index.base import FileCopy
     from memdir.index.manager import IndexManager
 
 #: Files a shared (group) session may never see (docs/design.md#scopes).
@@ -46,9 +47,14 @@ class GetResult:
     lines: int
     total_lines: int
     exists: bool
+    #: Read from another host's copy in the shared index (its host), not from this host's
+    #: file (docs/design.md#memory_get); empty for a file read here.
+    copy: str = ""
+    #: Why the text does not come from this host's file, when it does not.
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "path": self.path,
             "text": self.text,
             "from": self.from_line,
@@ -56,6 +62,10 @@ class GetResult:
             "total_lines": self.total_lines,
             "exists": self.exists,
         }
+        if self.copy:
+            data["copy"] = self.copy
+            data["note"] = self.note
+        return data
 
 
 @dataclass(frozen=True)
@@ -229,4 +239,30 @@ def read_lines(
     return GetResult(shown, body, start + 1, len(selected), len(all_lines), exists=True)
 
 
-__all__ = ["PRIVATE_FILES", "BrowseMixin", "GetResult", "MemoryFile", "read_lines"]
+def copy_lines(
+    copy: FileCopy, shown: str, from_line: int | None, lines: int | None, *, asked: bool
+) -> GetResult:
+    """``memory_get`` answered from another host's copy in the shared index (lines its
+    chunks do not cover, blank ones, come back empty); ``asked``: the caller named the copy
+    (a search hit's), else this host has no such file."""
+    start = (from_line or 1) - 1
+    end = copy.total_lines if lines is None else min(copy.total_lines, start + lines)
+    selected = [copy.lines.get(n, "") for n in range(start + 1, end + 1)]
+    why = "the hit's copy" if asked else f"{shown} is not on this host yet"
+    note = (
+        f"{why}: read from the shared index, as host {copy.host} indexed it; "
+        "`memdir team sync` brings the file here"
+    )
+    return GetResult(
+        shown,
+        "\n".join(selected),
+        start + 1,
+        len(selected),
+        copy.total_lines,
+        True,
+        copy.host,
+        note,
+    )
+
+
+__all__ = ["PRIVATE_FILES", "BrowseMixin", "GetResult", "MemoryFile", "copy_lines", "read_lines"]

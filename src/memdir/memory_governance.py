@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from memdir.audit import AuditRecord
     from memdir.dreaming.store import RecallStore
     from memdir.index.manager import IndexManager
+    from memdir.index.sync import SyncReport
     from memdir.lifecycle.forget import ForgetResult
     from memdir.review import ReviewReport
     from memdir.search.types import SearchResponse
+    from memdir.team import TeamReport
 
 
 class _Governed(Protocol):
@@ -45,6 +47,8 @@ class _Governed(Protocol):
         min_score: float | None = None,
         record: bool = True,
     ) -> SearchResponse: ...
+
+    def sync(self) -> SyncReport: ...
 
 
 class GovernanceMixin:
@@ -170,8 +174,10 @@ class GovernanceMixin:
             start = parse_since(since, current)
         except ValueError:
             raise QueryError(f"--since {since!r}: give 7d, 2w, 12h, an ISO date or all") from None
+        from memdir.team.disagreements import open_disagreements
+
         store = self.index.store()
-        return build_review(
+        report = build_review(
             self.workspace,
             provenance=Provenance.from_records(read_trail(self.workspace)),
             recalls=self.recalls.entries(),
@@ -182,6 +188,54 @@ class GovernanceMixin:
             since_label=since or "all",
             todo_days=self.config.audit.todo_days if todo_days is None else todo_days,
         )
+        report.disagreements = open_disagreements(self.workspace)
+        report.counts["disagreements"] = len(report.disagreements)
+        return report
+
+    def team_sync(self: _Governed, *, remote: str = "", branch: str = "") -> TeamReport:
+        """``memdir team sync``: pull and push the workspace's git repository, merged with
+        memdir's rules (docs/design.md#team-memory), then index what changed.
+
+        Args:
+            remote: a git remote's name, URL or path; default ``[team] remote``.
+            branch: default ``[team] branch``, else the branch checked out.
+
+        Raises:
+            WorkspaceError: see :func:`memdir.team.sync_workspace`.
+            PathNotAllowed: in a shared session.
+        """
+        from memdir.privacy import SecretGuard
+        from memdir.team import sync_workspace
+
+        if self.scope == "shared":
+            raise PathNotAllowed("memdir team sync: run it in a private session")
+        team, privacy = self.config.team, self.config.privacy
+        report = sync_workspace(
+            self.workspace,
+            remote=remote or team.remote,
+            branch=branch or team.branch,
+            guard=SecretGuard(privacy.secrets, privacy.secret_patterns),
+        )
+        if report.files:
+            self.sync()  # a search finds what came in at once (docs/design.md#index)
+        return report
+
+    def team_status(self: _Governed) -> dict[str, Any]:
+        """What ``memdir team status`` shows: the remote and branch, the last sync, the
+        disagreements ``memdir review`` lists."""
+        from memdir.team.disagreements import open_disagreements
+        from memdir.team.sync import last_sync
+
+        team = self.config.team
+        last = last_sync(self.workspace)
+        return {
+            "remote": team.remote,
+            "branch": team.branch or "(checked out)",
+            "every": f"{team.interval_seconds:g} s" if team.interval_seconds else "off",
+            "last sync": last.get("time", ""),
+            "last result": last.get("result", ""),
+            "disagreements": len(open_disagreements(self.workspace)),
+        }
 
     def audit_status(self: _Governed) -> dict[str, Any]:
         """Where the audit trail goes (git repository or log file) and what waits to be

@@ -173,6 +173,9 @@ class ReviewReport:
     never_recalled: list[Fact] = field(default_factory=list)
     not_indexed: list[dict[str, str]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    #: Lines two hosts changed differently, both kept by ``memdir team sync``
+    #: (:mod:`memdir.team.disagreements`), while the file still holds both.
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +186,7 @@ class ReviewReport:
             "budget": self.budget.to_dict() if self.budget is not None else None,
             "never_recalled": [f.to_dict() for f in self.never_recalled],
             "not_indexed": self.not_indexed,
+            "disagreements": self.disagreements,
             "counts": self.counts,
         }
 

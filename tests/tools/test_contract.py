@@ -70,7 +70,7 @@ def test_signature_for_the_text_protocol() -> None:
         '{"query": str, "queries"?: [str], "variants"?: [str], "max_results"?: int, '
         '"min_score"?: number}'
     )
-    assert get.signature() == '{"path": str, "from"?: int, "lines"?: int}'
+    assert get.signature() == '{"path": str, "from"?: int, "lines"?: int, "copy"?: str}'
     assert write.signature().startswith('{"text": str, "target"?: "daily"|"memory", "section"?: ')
 
 

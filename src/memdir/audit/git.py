@@ -29,11 +29,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat as stat_mod
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from dulwich.diff_tree import tree_changes
@@ -56,12 +54,12 @@ from dulwich.repo import Repo
 
 from memdir.audit import gitindex
 from memdir.audit.gitlocks import LOCK_MARKER
+from memdir.audit.gitmessages import commit_message, commit_time, first_line, trailers
 from memdir.audit.merge import carry_change, changed_lines
 from memdir.audit.records import AuditRecord, FileChange
 from memdir.errors import WorkspaceError
 
 AUTHOR = b"memdir <memdir@localhost>"
-TRAILER_RE = re.compile(r"^(Memdir-[A-Za-z]+):[ \t]*(.*)$")
 #: How often a commit is rebuilt when HEAD keeps moving under it.
 CAS_ATTEMPTS = 20
 #: How long to wait for a person's git to release ``index.lock``.
@@ -202,6 +200,36 @@ class GitTrail:
             f"{self.worktree}: HEAD kept moving while memdir tried to commit; the change is "
             "written and recorded in .memdir/audit.jsonl instead"
         )
+
+    def advance(self, old: str, new: str, carried: dict[str, tuple[str | None, str]]) -> bool:
+        """Move the checked-out branch from commit ``old`` to ``new`` (a compare-and-swap
+        under git's lock protocol, its lock noted for :func:`clear_stale_locks`), then the
+        person's index entries of ``carried`` (workspace path → old blob, new blob) that were at
+        the old blob. Returns False when the branch is no longer at ``old``."""
+        names, head = self.repo.refs.follow(HEADREF)
+        if head is None or head.decode("ascii") != old:
+            return False
+        self._started = time.time()
+        self._note_locks(names[-1], new.encode("ascii"))
+        try:
+            moved = self.repo.refs.set_if_equals(
+                HEADREF,
+                head,
+                ObjectID(new.encode("ascii")),
+                committer=AUTHOR,
+                message=b"memdir team sync",
+            )
+            if moved and carried:
+                shas = {
+                    rel: (ObjectID(a.encode()) if a else None, ObjectID(b.encode()))
+                    for rel, (a, b) in carried.items()
+                }
+                self._update_index({}, shas, False, only_from_old=True)
+        except FileLocked:
+            moved = False
+        finally:
+            self._clear_note()
+        return bool(moved)
 
     def _note_locks(self, ref: bytes | None, new: bytes | None) -> None:
         if self.marker is None:
@@ -409,19 +437,19 @@ class GitTrail:
             return
         for entry in self.repo.get_walker(include=[head]):
             commit = entry.commit
-            trailers = _trailers(commit.message)
-            record_id = trailers.get("Memdir-Id")
+            found = trailers(commit.message)
+            record_id = found.get("Memdir-Id")
             if record_id is None:
                 continue
             files = self._file_changes(commit, with_lines)
             yield AuditRecord(
                 id=record_id,
-                time=_commit_time(commit),
-                component=trailers.get("Memdir-Component", "write"),
-                summary=_first_line(commit.message).partition(": ")[2] or "",
+                time=commit_time(commit),
+                component=found.get("Memdir-Component", "write"),
+                summary=first_line(commit.message).partition(": ")[2] or "",
                 files=tuple(files),
-                session=trailers.get("Memdir-Session"),
-                via=trailers.get("Memdir-Via"),
+                session=found.get("Memdir-Session"),
+                via=found.get("Memdir-Via"),
                 commit=commit.id.decode("ascii"),
             )
 
@@ -433,7 +461,7 @@ class GitTrail:
         for n, entry in enumerate(self.repo.get_walker(include=[head])):
             if n >= depth:
                 return None
-            if _trailers(entry.commit.message).get("Memdir-Id") == record_id:
+            if trailers(entry.commit.message).get("Memdir-Id") == record_id:
                 commit: Commit = entry.commit
                 return commit
         return None
@@ -512,42 +540,6 @@ def _make_commit(tree: ObjectID, parents: list[ObjectID], record: AuditRecord) -
     commit.encoding = b"UTF-8"
     commit.message = commit_message(record).encode("utf-8", "surrogateescape")
     return commit
-
-
-def commit_message(record: AuditRecord) -> str:
-    """``component: summary``, a line per file with its line counts, then the trailers
-    ``memdir log`` reads back."""
-    lines = [record.message, ""]
-    for change in record.files:
-        lines.append(f"{change.path}: +{len(change.added)} -{len(change.removed)} lines")
-    lines.append("")
-    lines.append(f"Memdir-Id: {record.id}")
-    lines.append(f"Memdir-Component: {record.component}")
-    if record.session:
-        lines.append(f"Memdir-Session: {record.session}")
-    if record.via:
-        lines.append(f"Memdir-Via: {record.via}")
-    return "\n".join(lines) + "\n"
-
-
-def _trailers(message: bytes) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if b"Memdir-Id:" not in message:
-        return out
-    for line in message.decode("utf-8", "replace").splitlines():
-        match = TRAILER_RE.match(line.strip())
-        if match:
-            out[match.group(1)] = match.group(2).strip()
-    return out
-
-
-def _first_line(message: bytes) -> str:
-    return message.decode("utf-8", "replace").split("\n", 1)[0]
-
-
-def _commit_time(commit: Commit) -> datetime:
-    zone = timezone(timedelta(seconds=commit.commit_timezone))
-    return datetime.fromtimestamp(commit.commit_time, zone)
 
 
 def _read_bytes(path: str) -> bytes | None:

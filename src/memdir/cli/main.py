@@ -69,6 +69,7 @@ COMMAND_MODULES = {
     "search": "memdir.cli.search_cmds",
     "serve": "memdir.cli.serve_cmds",
     "status": "memdir.cli.index_cmds",
+    "team": "memdir.cli.team_cmds",
     "ui": "memdir.cli.ui_cmds",
     "watch": "memdir.cli.serve_cmds",
 }

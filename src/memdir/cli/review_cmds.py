@@ -60,6 +60,14 @@ def _print(out: Console, report: ReviewReport) -> None:
         out.print(f"    {_place(pair.b)}")
     if report.contradictions:
         out.print("  → settle it: edit the wrong one, or `memdir forget PATH#Ln --force`")
+    if report.disagreements:
+        _section(out, "Changed differently on two hosts", len(report.disagreements))
+        for item in report.disagreements[:SHOWN]:
+            where = f"{item['path']}" + (f" ({item['section']})" if item.get("section") else "")
+            out.print(f"  {where}: was {' / '.join(item['base'])[:80]}")
+            out.print(f"    here:  {' / '.join(item['ours'])[:100]}")
+            out.print(f"    there: {' / '.join(item['theirs'])[:100]}")
+        out.print("  → `memdir team sync` kept both: delete the one that is wrong")
     _section(out, "Open todos grown old", counts["todos"])
     for todo in report.todos[:SHOWN]:
         age = f"{todo.age_days} days" if todo.exact else f"over {todo.age_days} days"

@@ -102,18 +102,26 @@ def search_command(
 @click.argument("path")
 @click.option("--from", "from_line", type=click.IntRange(min=1), help="First line (1-based).")
 @click.option("--lines", type=click.IntRange(min=1), help="How many lines.")
+@click.option("--copy", help="Read another host's copy (a search hit's `copy`), shared index only.")
 @click.option("--json", "as_json", is_flag=True, help="Print {path, text, ...} as JSON.")
 @click.pass_context
 def get_command(
-    ctx: click.Context, path: str, from_line: int | None, lines: int | None, as_json: bool
+    ctx: click.Context,
+    path: str,
+    from_line: int | None,
+    lines: int | None,
+    copy: str | None,
+    as_json: bool,
 ) -> None:
     """Print a memory file or a line range of it (MEMORY.md, memory/**, skills/**)."""
     with open_memory(ctx) as mem:
-        result = mem.get(path, from_line=from_line, lines=lines)
+        result = mem.get(path, from_line=from_line, lines=lines, copy=copy)
     if as_json:
         print_json(result.to_dict())
         return
     if not result.exists:
         stderr().print(styled(("note", "yellow"), f": {result.path} does not exist (empty)"))
         return
+    if result.copy:
+        stderr().print(styled(("note", "yellow"), f": {result.note}"))
     click.echo(result.text, nl=not result.text.endswith("\n"))

@@ -91,6 +91,19 @@ class ChunkRow:
     start_line: int
     end_line: int
     text: str
+    #: In an index shared by several hosts (PostgreSQL): the host whose copy of the file
+    #: holds this chunk, when this host's copy does not (not synced here yet); else empty.
+    copy: str = ""
+
+
+@dataclass(frozen=True)
+class FileCopy:
+    """Another host's copy of a file as the shared index holds it (docs/design.md#memory_get):
+    the lines its chunks cover, by 1-based number."""
+
+    host: str
+    lines: dict[int, str]
+    total_lines: int
 
 
 @dataclass(frozen=True)
@@ -323,6 +336,17 @@ class IndexBackend(Protocol):
     def cache_put(
         self, provider: str, model: str, provider_key: str, items: Sequence[tuple[str, Vectors]]
     ) -> None: ...
+
+
+@runtime_checkable
+class SharedCopies(Protocol):
+    """An engine that keeps every host's copy of a file (PostgreSQL): what ``memory_get``
+    answers from when this host's file does not hold what a search found."""
+
+    def file_copy(self, path: str, host: str | None = None) -> FileCopy | None:
+        """``host``'s copy of ``path`` (default: the newest copy another host indexed), or
+        None when the index holds none."""
+        ...
 
 
 @runtime_checkable

@@ -227,8 +227,8 @@ def _widen(
     """Add neighbouring lines of the file below and above ``start..end`` within ``budget``;
     a piece of a long line gets the text around it in that line instead. ``own``: the chunk's
     own lines (its text without context headings)."""
-    if lines is None or chunk.end_line > len(lines):
-        return start, end, text
+    if lines is None or chunk.copy or chunk.end_line > len(lines):
+        return start, end, text  # another host's copy: this host's file is not what it holds
     if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) != own:
         whole = lines[chunk.start_line - 1]
         if start == end == chunk.start_line and text == own and text in whole:
@@ -302,6 +302,7 @@ def _to_result(cand: Candidate, start: int, end: int, snippet: str) -> SearchRes
         snippet=snippet,
         source=chunk.source,
         citation=f"{chunk.path}#L{start}-L{end}",
+        copy=chunk.copy,
         explain={
             "fused": round(cand.fused, 6),
             "coverage": round(cand.coverage, 6),

@@ -85,6 +85,9 @@ class SearchResult:
     #: The headings the snippet sits under (``Project facts › People``), for a hit in a
     #: structured note (docs/design.md, "Structured notes"); empty otherwise.
     context: str = ""
+    #: Another host's copy that holds the hit, in an index shared by several hosts, when this
+    #: host's file does not yet (``memory_get`` with it reads that copy); empty otherwise.
+    copy: str = ""
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -98,6 +101,8 @@ class SearchResult:
         }
         if self.context:
             data["context"] = self.context
+        if self.copy:
+            data["copy"] = self.copy
         if explain:
             data["explain"] = self.explain
         return data

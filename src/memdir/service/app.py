@@ -62,6 +62,8 @@ from memdir.service.inspectors import Inspectors, UIEndpoint
 from memdir.service.origins import origin_allowed
 from memdir.service.pool import Pool, PoolFull, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
+from memdir.service.team_sync import TICK_S as TEAM_TICK_S
+from memdir.service.team_sync import TeamSyncer
 from memdir.workspace import refuse_home_folder
 
 log = logging.getLogger("memdir.service")
@@ -197,6 +199,7 @@ def create_app(
         async with anyio.create_task_group() as tasks:
             state["tasks"] = tasks
             tasks.start_soon(_reap, pool, idle)
+            tasks.start_soon(_team_sync, pool)
             try:
                 yield
             finally:
@@ -335,6 +338,14 @@ async def _reap(pool: Pool, idle: Callable[[], None]) -> None:
         _forget_closed(await anyio.to_thread.run_sync(pool.close_idle))
         if pool.idle_for() >= pool.idle_s:
             idle()
+
+
+async def _team_sync(pool: Pool) -> None:
+    """Sync the open workspaces with their team's remote (:mod:`memdir.service.team_sync`)."""
+    syncer = TeamSyncer()
+    while True:
+        await anyio.sleep(TEAM_TICK_S)
+        await anyio.to_thread.run_sync(syncer.tick, pool)
 
 
 def _forget_closed(closed: list[WarmWorkspace]) -> None:

@@ -147,11 +147,22 @@ def _search(memory: Memory, args: Mapping[str, Any], via: str) -> dict[str, Any]
 
 
 def _get(memory: Memory, args: Mapping[str, Any], via: str) -> dict[str, Any]:
-    return read_capped(memory, args["path"], from_line=args.get("from"), lines=args.get("lines"))
+    return read_capped(
+        memory,
+        args["path"],
+        from_line=args.get("from"),
+        lines=args.get("lines"),
+        copy=args.get("copy"),
+    )
 
 
 def read_capped(
-    memory: Memory, path: str, *, from_line: int | None = None, lines: int | None = None
+    memory: Memory,
+    path: str,
+    *,
+    from_line: int | None = None,
+    lines: int | None = None,
+    copy: str | None = None,
 ) -> dict[str, Any]:
     """``memory_get``: at most :data:`MAX_GET_LINES` lines and :data:`MAX_GET_CHARS` characters
     of ``path`` from ``from_line``; when more was asked for (or the file goes on), the reply
@@ -162,7 +173,7 @@ def read_capped(
     """
     start = from_line or 1
     wanted = lines if lines is not None else MAX_GET_LINES
-    result = memory.get(path, from_line=start, lines=min(wanted, MAX_GET_LINES))
+    result = memory.get(path, from_line=start, lines=min(wanted, MAX_GET_LINES), copy=copy)
     data = result.to_dict()
     if not result.exists:
         return data

@@ -227,6 +227,7 @@ def memory_tools(
         "path": _arg("string", "e.g. memory/2026-11-28.md"),
         "from": _arg("integer", "First line (default 1).", minimum=1),
         "lines": _arg("integer", f"How many lines (default {MAX_GET_LINES}).", minimum=1),
+        "copy": _arg("string", "A search hit's copy, if it names one."),
     }
     write_args = {
         "text": _arg("string", "The fact, one sentence.", maxLength=MAX_TEXT_CHARS),

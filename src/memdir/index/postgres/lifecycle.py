@@ -14,15 +14,21 @@ from memdir.errors import ConfigError, IndexStoreError
 from memdir.index.base import IndexBackend, LifecycleOptions
 from memdir.index.postgres.schema import (
     DATA_VERSION,
+    EXACT_SEARCH_MAX,
     HNSW_MAX_DIMS,
     driver,
-    ensure_vector_index,
+    ensure_workspace_index,
     redact_url,
 )
 from memdir.index.postgres.store import PostgresStore, workspace_lock_key
 
 #: How often a waiting writer retries the advisory lock.
 LOCK_POLL_S = 0.05
+#: How long the workspace's generation read from the database is reused (a search asks for it
+#: four times: counts, corpus statistics, terms): another process's write reaches this
+#: process's cached statistics within this time, its rows at once; this process's own writes
+#: at once.
+GENERATION_REUSE_S = 0.25
 
 
 class PostgresLifecycle:
@@ -57,23 +63,20 @@ class PostgresLifecycle:
             )
         self._store: PostgresStore | None = None
         self._lock_depth = 0
+        #: (generation, when read, the store's commits then).
+        self._generation: tuple[int, float, int] | None = None
 
     def store(self) -> PostgresStore:
         """The open store; a connection found lost by an earlier statement is reopened."""
         if self._store is not None and (self._store.conn.closed or self._store.conn.broken):
             self.close()
         if self._store is None:
-            store = PostgresStore.open(self.url, self.workspace_id, self.host)
-            try:
-                if self.dims and not ensure_vector_index(store.conn, self.dims):
-                    self.notes.append(
-                        f"{self.dims}-dimensional vectors are beyond pgvector's HNSW limit "
-                        f"({HNSW_MAX_DIMS}): vector search is exact"
-                    )
-            except BaseException:
-                store.close()
-                raise
-            self._store = store
+            self._store = PostgresStore.open(self.url, self.workspace_id, self.host)
+            if self.dims > HNSW_MAX_DIMS:
+                self.notes.append(
+                    f"{self.dims}-dimensional vectors are beyond pgvector's HNSW limit "
+                    f"({HNSW_MAX_DIMS}): vector search is exact"
+                )
         return self._store
 
     @contextlib.contextmanager
@@ -98,6 +101,23 @@ class PostgresLifecycle:
             if self._lock_depth == 0:
                 with contextlib.suppress(Exception):  # a lost connection released it already
                     store.conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                self._index_if_large(store)
+
+    def _index_if_large(self, store: PostgresStore) -> None:
+        """After a write phase that stored vectors: give the workspace its own HNSW index once
+        it holds more than :data:`EXACT_SEARCH_MAX` of them (built by this writer, outside the
+        writer lock, without blocking other writers; docs/design.md#vector-search)."""
+        if not store.vectors_added or not 0 < self.dims <= HNSW_MAX_DIMS:
+            return
+        store.vectors_added = False
+        if store.conn.closed or store.conn.broken:
+            return
+        own = store.hnsw_index(self.dims, fresh=True)
+        if own is not None and own != f"memdir_vectors_hnsw_{self.dims}":
+            return
+        if store.vector_count(self.dims, EXACT_SEARCH_MAX + 1) > EXACT_SEARCH_MAX:
+            ensure_workspace_index(store.conn, self.workspace_id, self.dims)
+            store.hnsw_index(self.dims, fresh=True)
 
     def rebuild(self, fill: Callable[[IndexBackend], None]) -> None:
         """Clear the workspace's rows and ``fill`` them again, all in one transaction."""
@@ -129,7 +149,13 @@ class PostgresLifecycle:
         """Nothing to load: PostgreSQL keeps its own vector index."""
 
     def cache_key(self) -> object:
-        return self.read(lambda store: store.generation(), lambda: None)
+        store = self.store()
+        memo, now = self._generation, time.monotonic()
+        if memo is not None and now - memo[1] < GENERATION_REUSE_S and memo[2] == store.commits:
+            return memo[0]
+        generation = int(self.read(lambda s: s.generation(), lambda: None))
+        self._generation = (generation, now, self.store().commits)
+        return generation
 
     def close(self) -> None:
         if self._store is not None:

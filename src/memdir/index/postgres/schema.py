@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from memdir.errors import IndexStoreError
 from memdir.extras import install_hint
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 #: The meaning of the stored rows, part of the index identity: bump it when a migration changes
 #: what is stored (every workspace is then rebuilt), not when it only adds an index.
 DATA_VERSION = 1
@@ -131,6 +131,52 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (workspace_id, model, hash)
     )
     """,
+    # 4: every host's copy of a file keeps its own rows (issue 37): ``memdir_copies`` is what
+    # each host indexed (it replaces ``memdir_file_seen``), ``memdir_holders`` which copies hold
+    # each chunk (a chunk two copies share is stored once). The hosts of an older index held
+    # its last writer's chunks; their copies are marked unseen (mtime -1), so each host reads
+    # its files once more and keeps, re-chunks or releases them: nothing is embedded again.
+    """
+    CREATE TABLE memdir_copies (
+        workspace_id text COLLATE "C" NOT NULL,
+        host         text COLLATE "C" NOT NULL,
+        path         text COLLATE "C" NOT NULL,
+        hash         text COLLATE "C" NOT NULL,
+        mtime_ns     bigint NOT NULL,
+        size         bigint NOT NULL,
+        indexed_at   double precision NOT NULL,
+        PRIMARY KEY (workspace_id, host, path)
+    );
+    CREATE TABLE memdir_holders (
+        workspace_id text COLLATE "C" NOT NULL,
+        host         text COLLATE "C" NOT NULL,
+        path         text COLLATE "C" NOT NULL,
+        seq          bigint NOT NULL REFERENCES memdir_chunks ON DELETE CASCADE,
+        PRIMARY KEY (workspace_id, host, path, seq)
+    );
+    CREATE INDEX memdir_holders_by_seq ON memdir_holders (seq);
+    INSERT INTO memdir_copies
+        SELECT s.workspace_id, s.host, s.path, f.hash, -1, s.size, f.indexed_at
+        FROM memdir_file_seen s JOIN memdir_files f USING (workspace_id, path);
+    INSERT INTO memdir_holders
+        SELECT s.workspace_id, s.host, s.path, c.seq FROM memdir_file_seen s
+        JOIN memdir_chunks c ON c.workspace_id = s.workspace_id AND c.path = s.path;
+    DROP TABLE memdir_file_seen
+    """,
+    # 5: one HNSW index per large workspace instead of one per dimension shared by all
+    # (issue 37: a shared index made a filtered search skip the other workspaces' rows, and
+    # lose recall); each large workspace's writer builds its own (``ensure_workspace_index``).
+    r"""
+    DO $$
+    DECLARE name text;
+    BEGIN
+        FOR name IN SELECT indexname FROM pg_indexes
+            WHERE tablename = 'memdir_vectors' AND indexname LIKE 'memdir\_vectors\_hnsw\_%'
+        LOOP
+            EXECUTE format('DROP INDEX %I', name);
+        END LOOP;
+    END $$
+    """,
 )
 
 
@@ -223,24 +269,61 @@ def migrate(conn: Any) -> int:
     return SCHEMA_VERSION
 
 
-def ensure_vector_index(conn: Any, dims: int) -> bool:
-    """Create the HNSW index for ``dims``-dimensional vectors if it is missing.
+def sql_literal(text: str) -> str:
+    """``text`` as an SQL string literal (``standard_conforming_strings``, on since
+    PostgreSQL 9.1: only the quote is special)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def workspace_index_name(workspace_id: str, dims: int) -> str:
+    """The name of a workspace's HNSW index of ``dims``-dimensional vectors (a hash: names
+    are at most 63 bytes, workspace ids are not)."""
+    digest = hashlib.sha256(workspace_id.encode()).hexdigest()[:16]
+    return f"memdir_hnsw_{digest}_{dims}"
+
+
+def workspace_index_state(conn: Any, workspace_id: str, dims: int) -> str:
+    """``ready``, ``building`` (or left invalid by a killed build) or ``missing``."""
+    row = conn.execute(
+        "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+        "WHERE c.relname = %s",
+        (workspace_index_name(workspace_id, dims),),
+    ).fetchone()
+    if row is None:
+        return "missing"
+    return "ready" if row[0] else "building"
+
+
+def ensure_workspace_index(conn: Any, workspace_id: str, dims: int) -> bool:
+    """Build the workspace's own HNSW index (docs/design.md#vector-search) if it is missing,
+    without blocking other writers (``CREATE INDEX CONCURRENTLY``; an invalid index a killed
+    build left is dropped first). Call outside a transaction; only a writer should pay for it.
 
     Returns:
-        False when pgvector cannot index that many dimensions (searches stay exact).
+        True when the index is ready; False beyond pgvector's HNSW limit, or when another
+        process is building it right now.
     """
     if not 0 < dims <= HNSW_MAX_DIMS:
         return False
-    name = f"memdir_vectors_hnsw_{dims}"
-    if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None:
-        return True
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+    name = workspace_index_name(workspace_id, dims)
+    key = advisory_key(f"hnsw:{name}")
+    if not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+        return False  # another process builds it
+    try:
+        state = workspace_index_state(conn, workspace_id, dims)
+        if state == "ready":
+            return True
+        if state == "building":  # we hold the build lock: a killed build left it invalid
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        literal = sql_literal(workspace_id)
         conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON memdir_vectors "
-            f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE dims = {dims}"
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memdir_vectors USING hnsw "
+            f"((embedding::vector({dims})) vector_cosine_ops) "
+            f"WHERE workspace_id = {literal} AND dims = {dims}"
         )
-    return True
+        return True
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
 class WorkspaceRows:

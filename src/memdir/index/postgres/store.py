@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from memdir.embeddings.base import Vectors
-from memdir.index.base import ChunkRow, FileRow, NewChunk
+from memdir.index.base import FileRow, NewChunk
 from memdir.index.postgres.companion import PostgresCompanion
+from memdir.index.postgres.copies import PostgresCopies
 from memdir.index.postgres.fts import SCAN_CAP, PostgresKeywordSearch  # noqa: F401
 from memdir.index.postgres.schema import advisory_key, connect
 from memdir.index.postgres.vectors import (  # noqa: F401
@@ -56,13 +57,13 @@ def _pg_text(text: str) -> str:
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
-class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompanion):
+class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompanion, PostgresCopies):
     """One workspace's index in a PostgreSQL database.
 
     Args:
         conn: a psycopg connection from :func:`memdir.index.postgres.connect` (autocommit).
         workspace_id: whose rows this store reads and writes.
-        host: who looks at the files (``hostname:state folder``), for ``memdir_file_seen``.
+        host: whose copy of the files this store indexes (``hostname:state folder``).
     """
 
     backend = "postgres"
@@ -78,6 +79,11 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
         #: ANALYZE cannot see the uncommitted rows, may record the table as empty, and the
         #: planner then scans the growing table for every file's delete.
         self._fresh: set[str] | None = None
+        #: Set when a write stored vectors (the lifecycle then checks whether the workspace
+        #: has grown large enough for its own HNSW index).
+        self.vectors_added = False
+        #: Write transactions this store committed (the lifecycle's generation memo).
+        self.commits = 0
         conn.execute(
             "INSERT INTO memdir_workspaces(workspace_id) VALUES (%s) ON CONFLICT DO NOTHING",
             (workspace_id,),
@@ -119,6 +125,7 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
             finally:
                 self._pending.pop()
                 self._fresh = None
+                self.commits += 1
             self._apply(pending)
 
     def _apply(self, pending: _Pending) -> None:
@@ -177,13 +184,13 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
     # -- files and chunks ---------------------------------------------------------------
 
     def file_rows(self, paths: Sequence[str] | None = None) -> dict[str, FileRow]:
-        """The files this host has indexed or checked, with the (mtime, size) it saw."""
+        """The files of this host's copy, with the (mtime, size) it saw."""
         rows = self.conn.execute(
-            "SELECT f.path, f.source, f.hash, s.mtime_ns, s.size, f.warning "
-            "FROM memdir_files f JOIN memdir_file_seen s ON s.workspace_id = f.workspace_id "
-            "AND s.path = f.path AND s.host = %s WHERE f.workspace_id = %s"
-            + ("" if paths is None else " AND f.path = ANY(%s)"),
-            (self.host, self.workspace_id, *(() if paths is None else (list(paths),))),
+            "SELECT c.path, f.source, c.hash, c.mtime_ns, c.size, f.warning "
+            "FROM memdir_copies c JOIN memdir_files f ON f.workspace_id = c.workspace_id "
+            "AND f.path = c.path WHERE c.workspace_id = %s AND c.host = %s"
+            + ("" if paths is None else " AND c.path = ANY(%s)"),
+            (self.workspace_id, self.host, *(() if paths is None else (list(paths),))),
         ).fetchall()
         return {
             str(r[0]): FileRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), r[5])
@@ -202,10 +209,12 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
         model: str,
         chunks: Sequence[NewChunk],
     ) -> None:
-        """Replace everything indexed for ``path`` in one transaction."""
+        """Replace this host's copy of ``path`` in one transaction: the chunks it held and no
+        other copy holds are deleted, chunks another copy holds already are shared (one row
+        per chunk id), new ones inserted (docs/design.md#engines)."""
         now = time.time()
         with self.write() as conn:
-            self._delete_chunks([path])
+            released = self._release([path])
             conn.execute(
                 "INSERT INTO memdir_files(workspace_id, path, source, hash, mtime_ns, size, "
                 "indexed_at, warning) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
@@ -214,8 +223,26 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
                 "indexed_at = excluded.indexed_at, warning = excluded.warning",
                 (self.workspace_id, path, source, hash, mtime_ns, size, now, warning),
             )
-            self._seen(path, mtime_ns, size)
+            self._seen(path, mtime_ns, size, hash=hash, now=now)
             seq_of = self._insert_chunks(path, source, model, now, chunks)
+            held = dict(seq_of)
+            shared = [c.id for c in chunks if c.id not in held]
+            if shared:
+                held.update(
+                    (str(r[1]), int(r[0]))
+                    for r in conn.execute(
+                        "SELECT seq, id FROM memdir_chunks WHERE workspace_id = %s "
+                        "AND id = ANY(%s)",
+                        (self.workspace_id, list(dict.fromkeys(shared))),
+                    ).fetchall()
+                )
+            if held:
+                conn.execute(
+                    "INSERT INTO memdir_holders(workspace_id, host, path, seq) "
+                    "SELECT %s, %s, %s, u.seq FROM unnest(%s::bigint[]) AS u(seq) "
+                    "ON CONFLICT DO NOTHING",
+                    (self.workspace_id, self.host, path, sorted(set(held.values()))),
+                )
             self._insert_vectors(
                 [
                     (seq_of[c.id], c.embedding)
@@ -223,6 +250,7 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
                     if c.embedding is not None and c.id in seq_of
                 ]
             )
+            self._drop_orphans([seq for seq in released if seq not in set(held.values())])
 
     def _insert_chunks(
         self, path: str, source: str, model: str, now: float, chunks: Sequence[NewChunk]
@@ -267,27 +295,52 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
             changes.tokens += len(chunk.tokens.split())
         return seq_of
 
-    def _seen(self, path: str, mtime_ns: int, size: int) -> None:
+    def _seen(
+        self, path: str, mtime_ns: int, size: int, *, hash: str | None = None, now: float = 0.0
+    ) -> None:
+        """Record this host's copy of ``path`` (its hash when it was just indexed)."""
+        if hash is None:
+            self.conn.execute(
+                "UPDATE memdir_copies SET mtime_ns = %s, size = %s WHERE workspace_id = %s "
+                "AND host = %s AND path = %s",
+                (mtime_ns, size, self.workspace_id, self.host, path),
+            )
+            return
         self.conn.execute(
-            "INSERT INTO memdir_file_seen(workspace_id, host, path, mtime_ns, size) "
-            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (workspace_id, host, path) "
-            "DO UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size",
-            (self.workspace_id, self.host, path, mtime_ns, size),
+            "INSERT INTO memdir_copies(workspace_id, host, path, hash, mtime_ns, size, "
+            "indexed_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (workspace_id, host, path) DO UPDATE SET hash = excluded.hash, "
+            "mtime_ns = excluded.mtime_ns, size = excluded.size, indexed_at = excluded.indexed_at",
+            (self.workspace_id, self.host, path, hash, mtime_ns, size, now),
         )
 
-    def _delete_chunks(self, paths: list[str]) -> None:
-        """Delete the chunks of ``paths`` (their vectors cascade) and count what left."""
-        if self._fresh is not None:
+    def _release(self, paths: list[str]) -> list[int]:
+        """Take this host's copy of ``paths`` off the chunks it held; returns their seqs (to
+        be deleted by :meth:`_drop_orphans` once nothing holds them)."""
+        if self._fresh is not None:  # a rebuild: nothing of these paths is held any more
             paths = [p for p in paths if p in self._fresh]
             if not paths:
-                return
+                return []
         rows = self.conn.execute(
-            "WITH gone AS (DELETE FROM memdir_chunks WHERE workspace_id = %s "
-            "AND path = ANY(%s) RETURNING tsv, token_count) "
+            "DELETE FROM memdir_holders WHERE workspace_id = %s AND host = %s "
+            "AND path = ANY(%s) RETURNING seq",
+            (self.workspace_id, self.host, paths),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def _drop_orphans(self, seqs: list[int]) -> None:
+        """Delete the chunks among ``seqs`` that no copy holds (their vectors cascade) and
+        count what left."""
+        if not seqs:
+            return
+        rows = self.conn.execute(
+            "WITH gone AS (DELETE FROM memdir_chunks c WHERE c.workspace_id = %s "
+            "AND c.seq = ANY(%s) AND NOT EXISTS (SELECT 1 FROM memdir_holders h "
+            "WHERE h.seq = c.seq) RETURNING tsv, token_count) "
             "SELECT NULL, count(*), coalesce(sum(token_count), 0) FROM gone "
             "UNION ALL SELECT t.lexeme, count(*), 0 FROM gone, unnest(gone.tsv) AS t "
             "GROUP BY t.lexeme",
-            (self.workspace_id, paths),
+            (self.workspace_id, seqs),
         ).fetchall()
         changes = self._changes()
         for lexeme, count, tokens in rows:
@@ -334,6 +387,7 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
             )
         if items:
             self._changes().changed = True
+            self.vectors_added = True
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
         """Record the (mtime, size) this host sees for an unchanged file."""
@@ -341,16 +395,24 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
             self._seen(path, mtime_ns, size)
 
     def delete_files(self, paths: Iterable[str]) -> int:
+        """Drop this host's copy of ``paths``; a file no host has any more is forgotten."""
         wanted = list(dict.fromkeys(paths))
         if not wanted:
             return 0
         with self.write() as conn:
-            self._delete_chunks(wanted)
+            self._drop_orphans(self._release(wanted))
             removed = int(
                 conn.execute(
-                    "DELETE FROM memdir_files WHERE workspace_id = %s AND path = ANY(%s)",
-                    (self.workspace_id, wanted),
+                    "DELETE FROM memdir_copies WHERE workspace_id = %s AND host = %s "
+                    "AND path = ANY(%s)",
+                    (self.workspace_id, self.host, wanted),
                 ).rowcount
+            )
+            conn.execute(
+                "DELETE FROM memdir_files f WHERE f.workspace_id = %s AND f.path = ANY(%s) "
+                "AND NOT EXISTS (SELECT 1 FROM memdir_copies c WHERE c.workspace_id = "
+                "f.workspace_id AND c.path = f.path)",
+                (self.workspace_id, wanted),
             )
             if removed:
                 self._changes().changed = True
@@ -397,16 +459,6 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
         with self.write():
             self._insert_vectors([(seq, vec) for seq, _, vec in items], upsert=True)
 
-    def chunks_by_seq(self, seqs: Sequence[int]) -> dict[int, ChunkRow]:
-        if not seqs:
-            return {}
-        rows = self.conn.execute(
-            "SELECT seq, id, path, source, start_line, end_line, text FROM memdir_chunks "
-            "WHERE workspace_id = %s AND seq = ANY(%s)",
-            (self.workspace_id, [int(s) for s in seqs]),
-        ).fetchall()
-        return {int(r[0]): ChunkRow(int(r[0]), *r[1:]) for r in rows}
-
     def counts(self) -> dict[str, int]:
         row = self._one(
             "SELECT "
@@ -433,7 +485,7 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
     def file_mtimes(self, *, source: str) -> dict[str, float]:
         rows = self.conn.execute(
             "SELECT f.path, coalesce(s.mtime_ns, f.mtime_ns) FROM memdir_files f "
-            "LEFT JOIN memdir_file_seen s ON s.workspace_id = f.workspace_id "
+            "LEFT JOIN memdir_copies s ON s.workspace_id = f.workspace_id "
             "AND s.path = f.path AND s.host = %s WHERE f.workspace_id = %s AND f.source = %s",
             (self.host, self.workspace_id, source),
         )
@@ -495,7 +547,13 @@ class PostgresStore(PostgresKeywordSearch, PostgresVectorSearch, PostgresCompani
         """Delete the workspace's files, chunks, vectors, terms and meta, keeping its
         embedding cache (a rebuild is seeded from it). Call inside :meth:`write`."""
         ws = (self.workspace_id,)
-        for table in ("memdir_chunks", "memdir_files", "memdir_terms", "memdir_meta"):
+        for table in (
+            "memdir_chunks",
+            "memdir_copies",
+            "memdir_files",
+            "memdir_terms",
+            "memdir_meta",
+        ):
             self.conn.execute(f"DELETE FROM {table} WHERE workspace_id = %s", ws)
         self.conn.execute(
             "UPDATE memdir_workspaces SET chunk_count = 0, token_total = 0 WHERE workspace_id = %s",
