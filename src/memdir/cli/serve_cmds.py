@@ -78,6 +78,7 @@ def watch_command(ctx: click.Context, debounce: float) -> None:
     with Memory(workspace) as memory:
         watcher = WorkspaceWatcher(memory, debounce=debounce, on_sync=synced, on_error=failed)
         shown: tuple[int, str | None] | None = None
+        worker = None
         try:
             out.print(f"watching {memory.workspace.root} (Ctrl-C to stop)")
             watcher.start()
@@ -90,7 +91,15 @@ def watch_command(ctx: click.Context, debounce: float) -> None:
             pass
         finally:
             watcher.stop()
+            if worker is not None:
+                # Ctrl-C does not wait for a batch still loading its models (many seconds on a
+                # busy machine): its chunks stay pending, and the index is whole either way.
+                worker.stop(timeout=STOP_WAIT_S)
         out.print("stopped")
+
+
+#: Seconds Ctrl-C waits for the background embedding's batch in progress.
+STOP_WAIT_S = 2.0
 
 
 def _show_embedding(
