@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,15 @@ _SECRET_VARS = (
     "MEMDIR_RERANK_MODEL",
     "MEMDIR_RERANK_API_KEY",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run as a background job (``cmd &`` in a script, ``nohup``), pytest starts with SIGINT
+    ignored, and every process a test starts inherits that: the tests that press Ctrl-C on
+    ``memdir watch`` or ``memdir ui`` then wait for ever. Ctrl-C is caught here instead, which
+    a child's exec turns back into the default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
