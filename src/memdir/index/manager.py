@@ -565,13 +565,6 @@ class IndexManager:
             out[seq] = held / grand
         return out
 
-    def unknown_share(self, concepts: Sequence[Mapping[str, float]]) -> float:
-        """The share of the query's terms of which no form occurs in any chunk of the index (0
-        without terms): a word of the other language whose translation the notes use is not
-        unknown."""
-        found = self.found_weights(concepts)
-        return sum(1 for w in found if w <= 0) / len(found) if found else 0.0
-
     def found_weights(self, concepts: Sequence[Mapping[str, float]]) -> list[float]:
         """For each of the query's terms (its forms → weights), the weight of its best form
         that occurs in some chunk of the index (0 when none does)."""
