@@ -286,6 +286,21 @@ def test_jieba_keeps_its_dictionary_cache_under_memdir_home(tmp_path: Path) -> N
     assert cache.stat().st_mtime_ns == built
 
 
+def test_a_nearly_full_disk_gets_no_jieba_cache_and_no_partial_file(tmp_path: Path) -> None:
+    """A full-disk torture run: jieba's ~9 MB cache filled a 4 MB disk, its failed write left a
+    partial temporary file there, and `memdir index` then failed with "disk is full"."""
+    code = (
+        "import shutil\n"
+        "from memdir import fileio\n"
+        "real = shutil.disk_usage\n"
+        "fileio.shutil.disk_usage = lambda p: real(p)._replace(free=4 * 1024 * 1024)\n"
+        "from memdir.text import query_terms\n"
+        "print(query_terms('分布式锁的端口'))\n"
+    )
+    assert _fresh_python(code, tmp_path) == "['分布式', '锁', '端口']"
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=string.ascii_lowercase, min_size=3, max_size=14))
 def test_stems_are_snowballs_english_whichever_implementation_runs(word: str) -> None:

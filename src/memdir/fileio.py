@@ -23,6 +23,7 @@ import contextlib
 import errno
 import os
 import re
+import shutil
 import stat
 import tempfile
 import time
@@ -313,6 +314,20 @@ def _locked_append(path: Path, text: str, lock_dir: Path, timeout: float) -> int
 
 #: errno values that mean the disk (or the user's quota) is full.
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+#: A cache (jieba's dictionary, the bridge, USE's parsed state) never takes the last space of a
+#: disk: the index and the notes beside it need it more, and a cache can be rebuilt.
+CACHE_MIN_FREE_BYTES = 64 * 1024 * 1024
+
+
+def room_for_cache(folder: Path, size: int) -> bool:
+    """True when a cache of ``size`` bytes fits in ``folder``'s disk with
+    :data:`CACHE_MIN_FREE_BYTES` still free after it."""
+    try:
+        return shutil.disk_usage(folder).free >= size + CACHE_MIN_FREE_BYTES
+    except OSError:
+        return False
 
 
 def disk_full(exc: BaseException) -> bool:

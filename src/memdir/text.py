@@ -86,7 +86,11 @@ def _segmenter() -> Any:
                 cache = _jieba_cache_dir()
                 if cache is not None:
                     jieba.dt.tmp_dir = str(cache)
-                jieba.initialize()
+                    jieba.initialize()
+                else:  # no room for its ~9 MB cache: parsed in memory, nothing written
+                    dt = jieba.dt
+                    dt.FREQ, dt.total = dt.gen_pfdict(dt.get_dict_file())
+                    dt.initialized = True
                 _jieba = jieba
     return _jieba
 
@@ -112,15 +116,27 @@ def _import_jieba() -> Any:
     return jieba
 
 
+#: What jieba's parsed dictionary takes on disk.
+JIEBA_CACHE_BYTES = 10 * 1024 * 1024
+
+
 def _jieba_cache_dir() -> Path | None:
+    """Where jieba keeps its parsed dictionary, or None to keep it in memory only: a folder
+    that cannot be written, or a disk too full for it (jieba leaves a partial temporary file
+    behind when its write fails, which would take the last space the index needs)."""
     from memdir.config import memdir_home
+    from memdir.fileio import room_for_cache
 
     folder = memdir_home() / "cache"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
-        return None  # jieba falls back to the temporary folder
-    return folder if os.access(folder, os.W_OK) else None
+        return None
+    if (folder / "jieba.cache").is_file():
+        return folder if os.access(folder, os.R_OK) else None
+    if not os.access(folder, os.W_OK) or not room_for_cache(folder, JIEBA_CACHE_BYTES):
+        return None
+    return folder
 
 
 def has_cjk(text: str) -> bool:

@@ -124,15 +124,15 @@ def test_a_nearly_full_disk_keeps_the_pairs_in_memory(
     needed, and `memdir index` failed with "disk is full"."""
     import shutil
 
-    from memdir.bridge import compiled as compiled_module
+    from memdir import fileio
 
     real = shutil.disk_usage
 
     def nearly_full(path: object) -> object:
         usage = real(path)  # type: ignore[arg-type]
-        return usage._replace(free=compiled_module.MIN_FREE_BYTES - 1)
+        return usage._replace(free=fileio.CACHE_MIN_FREE_BYTES - 1)
 
-    monkeypatch.setattr(compiled_module.shutil, "disk_usage", nearly_full)
+    monkeypatch.setattr(fileio.shutil, "disk_usage", nearly_full)
     folder = tmp_path / "cache"
     compiled = Compiled.build(folder)
     assert "port" in compiled.to_english("端口")

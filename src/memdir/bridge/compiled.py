@@ -22,7 +22,6 @@ import errno
 import json
 import math
 import os
-import shutil
 import sqlite3
 import tempfile
 import threading
@@ -38,6 +37,7 @@ from memdir.bridge.sources import (
     glossary_pairs,
     sources_key,
 )
+from memdir.fileio import room_for_cache
 
 #: Translations kept per word, best first.
 MAX_PER_WORD = 8
@@ -197,16 +197,16 @@ def _tables() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]
 
 #: A temporary file of a compile older than this was left by a process that died meanwhile.
 STALE_TMP_S = 3600.0
-#: The compiled file is about 9 MB; a cache never takes the last space of a disk, which the
+#: The compiled file's size, about; a cache never takes the last space of a disk, which the
 #: index being written beside it needs more (the pairs are kept in memory instead).
-MIN_FREE_BYTES = 64 * 1024 * 1024
+COMPILED_BYTES = 10 * 1024 * 1024
 
 
 def _write(
     path: Path, zh_en: Mapping[str, Mapping[str, float]], en_zh: Mapping[str, Mapping[str, float]]
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    if shutil.disk_usage(path.parent).free < MIN_FREE_BYTES:
+    if not room_for_cache(path.parent, COMPILED_BYTES):
         raise OSError(errno.ENOSPC, "too little free space for the bridge's cache", str(path))
     for old in path.parent.glob("bridge-*.tmp"):  # left by a process killed while compiling
         with contextlib.suppress(OSError):
@@ -233,4 +233,4 @@ def _write(
             os.unlink(tmp)
 
 
-__all__ = ["FORMAT", "MAX_PER_WORD", "MIN_FREE_BYTES", "STALE_TMP_S", "Compiled", "build_tables"]
+__all__ = ["COMPILED_BYTES", "FORMAT", "MAX_PER_WORD", "STALE_TMP_S", "Compiled", "build_tables"]

@@ -21,15 +21,14 @@ import hashlib
 import importlib
 import os
 import pickle
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-#: Space left free on the cache's disk beyond the cache itself.
-MIN_FREE_BYTES = 64 * 1024 * 1024
+from memdir.fileio import room_for_cache
+
 #: Embedded when the cache is written and again when it is read: the two must agree.
 CHECK_TEXT = "memdir 记忆 check"
 _TABLE = "table.npy"
@@ -75,7 +74,7 @@ def _save(model: Any, folder: Path) -> None:
     check = np.asarray(model.encode(CHECK_TEXT), dtype=np.float32)
     folder.parent.mkdir(parents=True, exist_ok=True)
     # A cache never takes the last space of a disk (~80 MB here): the index beside it needs it.
-    if shutil.disk_usage(folder.parent).free < backend.table.nbytes + MIN_FREE_BYTES:
+    if not room_for_cache(folder.parent, backend.table.nbytes):
         return
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     try:

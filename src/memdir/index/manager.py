@@ -27,7 +27,6 @@ from memdir.config_choices import check_index_values
 from memdir.embeddings.base import Embedder, Vectors, urgent_embedder
 from memdir.errors import ConfigError, DiskFull, ProviderError
 from memdir.index.base import (
-    CorpusStats,
     EmbeddingSpace,
     IndexBackend,
     IndexLifecycle,
@@ -35,13 +34,7 @@ from memdir.index.base import (
     LifecycleOptions,
     OwnKeywordRanking,
 )
-from memdir.index.bm25 import (
-    bm25_document,
-    bm25_search,
-    bm25_to_score,
-    corpus_stats,
-    idf_from_df,
-)
+from memdir.index.bm25 import bm25_search, bm25_to_score
 from memdir.index.changes import scan_paths
 from memdir.index.companion_codes import Coder, code_batch
 from memdir.index.freshness import Freshness
@@ -57,6 +50,7 @@ from memdir.index.sync import (
     sync_files,
     write_vectors,
 )
+from memdir.index.term_stats import TermStatistics
 from memdir.markdown.greedy import GREEDY_VERSION
 from memdir.workspace import Workspace
 
@@ -189,9 +183,8 @@ class IndexManager:
             embedder, self.chunking, self.keyword_tokenizer, schema=self.lifecycle.schema_version
         )
         self._counts: tuple[object, dict[str, int]] | None = None
-        self._stats: tuple[object, CorpusStats] | None = None
-        #: The last query's terms: (key, document frequencies, IDFs).
-        self._terms: tuple[object, dict[str, int], dict[str, float]] | None = None
+        #: Corpus and query-term statistics, read once per index generation.
+        self.terms = TermStatistics(self.read, self.lifecycle.cache_key)
         #: Line vectors read from the embedding cache, by text hash (bounded; see line_vectors).
         self._lines: dict[str, Vectors] = {}
 
@@ -474,8 +467,8 @@ class IndexManager:
         if self.keyword_tokenizer == "plain":
             hits = self.read(lambda s: _own_ranking(s).own_keyword_ranking(query, k))
             return [(seq, bm25_to_score(-rank)) for seq, rank in hits]
-        stats = self._corpus_stats()
-        idf = query.weighted(self._term_idf(query.terms, stats))
+        idf = query.weighted(self.terms.idf(query.terms))
+        stats = self.terms.corpus()
         hits = self.read(lambda s: bm25_search(s, query, k, stats, idf))
         return [(seq, bm25_to_score(score)) for seq, score in hits]
 
@@ -515,90 +508,20 @@ class IndexManager:
         """The keyword leg's score (saturated memdir BM25) of chunks it did not return itself,
         from their stored index tokens, so that fusion sees both legs for every candidate.
         Empty for the ``plain`` tokenizer (FTS5's own bm25 cannot score a chosen row)."""
-        if self.keyword_tokenizer != "memdir" or not seqs:
+        if self.keyword_tokenizer != "memdir":
             return {}
-        stats = self._corpus_stats()
-        idf = query.weighted(self._term_idf(query.terms, stats))
-        tokens = self.read(lambda store: store.chunk_tokens(list(seqs)))
-        groups = query.group_of()
-        return {
-            seq: bm25_to_score(bm25_document(words, idf, stats, groups))
-            for seq, words in tokens.items()
-        }
+        return self.terms.keyword_scores(query, seqs)
 
     def term_coverage(
         self, concepts: Sequence[Mapping[str, float]], seqs: Sequence[int]
     ) -> dict[int, float]:
-        """For each chunk, the share of the query's weight that its stored tokens hold.
-
-        Each of ``concepts`` is one query term's forms, form → weight: the term itself first
-        (weight 1), then its translations (weight < 1, :mod:`memdir.bridge`). A concept weighs
-        its term's IDF, or, when no chunk holds the term, the IDF of its rarest known form; a
-        chunk holds of it the best ``weight · IDF`` among the forms it has (at most the
-        concept's weight). So a chunk with every term scores 1, more for its rare terms than
-        its common ones, and a translation counts for its weight only.
-        """
-        wanted = [dict(c) for c in concepts if c]
-        if not wanted or not seqs:
-            return {}
-        forms = list(dict.fromkeys(f for c in wanted for f in c))
-        df, idf = self._term_counts(forms, self._corpus_stats())
-        plan: list[tuple[float, dict[str, float]]] = []
-        for concept in wanted:
-            term = next(iter(concept))
-            known = {f: w * idf[f] for f, w in concept.items() if df.get(f, 0) > 0}
-            if term in known:
-                total = idf[term]
-            elif known:
-                total = max(idf[f] for f in known)
-            else:
-                total = idf[term]
-            plan.append((total, known))
-        grand = sum(total for total, _ in plan) or 1.0
-        tokens = self.read(lambda store: store.chunk_tokens(list(seqs)))
-        out = {}
-        for seq, words in tokens.items():
-            have = set(words)
-            held = 0.0
-            for total, known in plan:
-                held += min(total, max((x for f, x in known.items() if f in have), default=0.0))
-            out[seq] = held / grand
-        return out
+        """See :meth:`TermStatistics.coverage <memdir.index.term_stats.TermStatistics.coverage>`."""
+        return self.terms.coverage(concepts, seqs)
 
     def found_weights(self, concepts: Sequence[Mapping[str, float]]) -> list[float]:
-        """For each of the query's terms (its forms → weights), the weight of its best form
-        that occurs in some chunk of the index (0 when none does)."""
-        wanted = [dict(c) for c in concepts if c]
-        if not wanted:
-            return []
-        forms = list(dict.fromkeys(f for c in wanted for f in c))
-        found = self._term_counts(forms, self._corpus_stats())[0]
-        return [max((w for f, w in c.items() if found.get(f, 0) > 0), default=0.0) for c in wanted]
-
-    def _term_idf(self, terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
-        """IDFs of the query terms (see :meth:`_term_counts`)."""
-        return self._term_counts(terms, stats)[1]
-
-    def _term_counts(
-        self, terms: Sequence[str], stats: CorpusStats
-    ) -> tuple[dict[str, int], dict[str, float]]:
-        """Document frequencies and IDFs of the query terms, read once for the last query of
-        this index generation (the keyword leg, the scoring of vector-only candidates, term
-        coverage and the unknown-term share all use them). Called right after
-        :meth:`_corpus_stats`, whose generation key it reuses."""
-        generation = self._stats[0] if self._stats is not None else None
-        wanted = list(dict.fromkeys(terms))
-        key = (generation, tuple(wanted))
-        if self._terms is None or self._terms[0] != key:
-            df = dict(self.read(lambda store: store.document_frequencies(wanted)))
-            self._terms = (key, df, idf_from_df(df, wanted, stats))
-        return self._terms[1], self._terms[2]
-
-    def _corpus_stats(self) -> CorpusStats:
-        key = self.lifecycle.cache_key()
-        if self._stats is None or self._stats[0] != key:
-            self._stats = (key, self.read(corpus_stats))
-        return self._stats[1]
+        """See :meth:`TermStatistics.found_weights
+        <memdir.index.term_stats.TermStatistics.found_weights>`."""
+        return self.terms.found_weights(concepts)
 
     def close(self) -> None:
         self.lifecycle.close()
