@@ -19,7 +19,9 @@ Variants (environment of the child):
   OpenMP wait policy passive;
 - ``old``: the settings before issue #12: a query on every core (``MEMDIR_QUERY_THREADS`` =
   core count) with OpenMP's default (spinning) wait policy (``OMP_WAIT_POLICY=ACTIVE``);
-- ``one-thread``: ``OMP_NUM_THREADS=1`` for everything, spinning wait policy.
+- ``one-thread``: ``OMP_NUM_THREADS=1`` for everything, spinning wait policy;
+- ``blas-threads``: memdir's settings, but numpy's BLAS left at its own thread count during a
+  search (before memdir held it to one thread: ``search/pipeline.py``).
 """
 
 from __future__ import annotations
@@ -42,19 +44,35 @@ import _common as common  # noqa: E402
 import _devws  # noqa: E402
 
 CORES = os.cpu_count() or 1
+#: Read by the child only: "leave" runs searches with numpy's BLAS threads as they are.
+_BLAS_SWITCH = "MEMDIR_BENCH_BLAS"
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
     "old": {"MEMDIR_QUERY_THREADS": str(CORES), "OMP_WAIT_POLICY": "ACTIVE"},
     "one-thread": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "ACTIVE"},
+    "blas-threads": {_BLAS_SWITCH: "leave"},
 }
 #: Environment the variants start from: no thread setting of the caller leaks in.
-CLEARED = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "MEMDIR_QUERY_THREADS", "MEMDIR_DOCUMENT_THREADS")
+CLEARED = (
+    "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "MEMDIR_QUERY_THREADS",
+    "MEMDIR_DOCUMENT_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    _BLAS_SWITCH,
+)
 
 
 def child(root: Path, queries: list[str], rounds: int) -> dict[str, Any]:
     """Run in the variant's own process: time the searches (see the module docstring)."""
     from memdir import Memory
 
+    if os.environ.get(_BLAS_SWITCH) == "leave":
+        import contextlib
+
+        import memdir.search.pipeline as pipeline
+
+        pipeline._one_blas_thread = contextlib.nullcontext  # type: ignore[assignment]
     with Memory(root) as mem:
         mem.search(queries[0], record=False)  # warm-up: model, caches, connection
         took = []

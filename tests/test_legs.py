@@ -123,3 +123,34 @@ def test_query_parts() -> None:
         True,
     )
     assert query_parts(both, [], "off") == ([both], False)
+
+
+def test_a_search_multiplies_on_one_blas_thread_and_gives_the_threads_back(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy 2-core machine numpy's second BLAS thread made a search's small products 3×
+    slower (363 against 120 ms p50 over 1,000 notes at load 3.9, benchmarks in
+    docs/benchmarks.md); a host application's numpy keeps its threads between searches."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import memdir.search.pipeline as pipeline
+
+    def blas_threads() -> list[int]:
+        found = threadpoolctl.threadpool_info()
+        return [i["num_threads"] for i in found if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    if not before:
+        pytest.skip("numpy has no BLAS that threadpoolctl can see")
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        seen: list[list[int]] = []
+        real = pipeline.mmr_rerank
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            seen.append(blas_threads())
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(pipeline, "mmr_rerank", watched)
+        memory.write("the staging redis listens on port 6380")
+        assert memory.search("staging redis port").results
+        assert seen and all(threads == [1] * len(before) for threads in seen)
+        assert blas_threads() == [2] * len(before)
