@@ -2,8 +2,12 @@
 
     python benchmarks/busy.py                        # memdir's defaults and the old threads
     python benchmarks/busy.py --variants default --queries 30 --rounds 2
+    python benchmarks/busy.py --variants default,blas-threads --notes 1000 --busy 0
 
-The 39-file developer workspace (``_devws.py``) is indexed once (cached under ``--cache``).
+The 39-file developer workspace (``_devws.py``) is indexed once (cached under ``--cache``);
+with ``--notes N``, a workspace of N short notes (``_scale_data.short_notes``, the OpenClaw
+plugin's benchmark) searched with its two facts' questions in turn. ``--busy 0`` runs the idle
+state only.
 Each variant then runs in a child process of its own (so its OpenMP settings apply from the
 start): it opens ``Memory`` with the real local model, warms up with one search, times every
 question of the workspace ``--rounds`` times (``Memory.search``, query embedding included),
@@ -42,6 +46,7 @@ if str(_HERE) not in sys.path:
 
 import _common as common  # noqa: E402
 import _devws  # noqa: E402
+from _scale_data import SHORT_FACTS, short_notes  # noqa: E402
 
 CORES = os.cpu_count() or 1
 #: Read by the child only: "leave" runs searches with numpy's BLAS threads as they are.
@@ -126,8 +131,13 @@ def summary(ms: list[float]) -> tuple[float, float]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Search latency on a busy machine.")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--busy", type=int, default=4, help="CPU-bound processes (default 4)")
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help="comma-separated; a name may repeat"
+    )
+    parser.add_argument(
+        "--busy", type=int, default=4, help="CPU-bound processes (default 4; 0: idle only)"
+    )
+    parser.add_argument("--notes", type=int, default=0, help="N short notes instead")
     parser.add_argument("--queries", type=int, default=60, help="questions per round")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--cache", type=Path, default=common.DEFAULT_CACHE)
@@ -148,22 +158,28 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown variants {unknown}: choose from {', '.join(VARIANTS)}")
     info = common.machine_info()
-    files, facts = _devws.build()
-    queries = [f.query for f in facts][: args.queries]
+    if args.notes:
+        files = short_notes(args.notes, seed=36)
+        queries = [prompt for _path, _line, prompt in SHORT_FACTS] * (args.queries // 2)
+    else:
+        files, facts = _devws.build()
+        queries = [f.query for f in facts][: args.queries]
     with tempfile.TemporaryDirectory(prefix="memdir-busy-") as home:
         with common.env("MEMDIR_HOME", home):
             from memdir.config import load_config
             from memdir.embeddings.local import LocalEmbedder
 
             runner = common.Runner(args.cache, fresh=False, embedder_kind="local")
-            corpus = common.Corpus("firstuse/devws", files, queries)
+            label = f"busy/notes-{args.notes}" if args.notes else "firstuse/devws"
+            corpus = common.Corpus(label, files, queries)
             embedder = LocalEmbedder()
             root, _ = runner._prepare(corpus, load_config(None), embedder)
             info["embedder"] = embedder.note
-        rows, raw = [], {}
+        rows: list[list[str]] = []
+        raw: dict[str, list[dict[str, Any]]] = {}
         for name in names:
             results: dict[str, Any] = {}
-            for state in ("idle", "busy"):
+            for state in ("idle", "busy") if args.busy else ("idle",):
                 load = os.getloadavg()[0]
                 procs = start_busy(args.busy) if state == "busy" else []
                 try:
@@ -176,16 +192,19 @@ def main(argv: list[str] | None = None) -> int:
                 common.log(
                     f"[{name}] {state}: p50 {summary(results[state]['latencies_ms'])[0]:.0f} ms"
                 )
-            raw[name] = results
-            idle, busy = (summary(results[s]["latencies_ms"]) for s in ("idle", "busy"))
+            raw.setdefault(name, []).append(results)  # a name listed twice runs twice
+            states = list(results)
+            p50s = {st: summary(results[st]["latencies_ms"]) for st in states}
+            busy = p50s.get("busy", (0.0, 0.0))
+            idle = p50s["idle"]
             rows.append(
                 [
                     f"`{name}`",
                     f"{idle[0]:.0f} / {idle[1]:.0f}",
-                    f"{busy[0]:.0f} / {busy[1]:.0f}",
-                    f"{busy[0] / idle[0]:.1f}×" if idle[0] else "n/a",
-                    " / ".join(f"{results[s]['after_edit_ms']:.0f}" for s in ("idle", "busy")),
-                    f"{results['idle']['load_at_start']} / {results['busy']['load_at_start']}",
+                    f"{busy[0]:.0f} / {busy[1]:.0f}" if "busy" in p50s else "—",
+                    f"{busy[0] / idle[0]:.1f}×" if idle[0] and "busy" in p50s else "n/a",
+                    " / ".join(f"{results[st]['after_edit_ms']:.0f}" for st in states),
+                    " / ".join(str(results[st]["load_at_start"]) for st in states),
                 ]
             )
     out = [common.report_header("Search latency on a busy machine", "busy.py", argv, info)]
