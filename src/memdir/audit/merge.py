@@ -49,11 +49,7 @@ def carry_change(before: str, after: str, base: str) -> str:
         return after
     old, new, target = split_lines(before), split_lines(after), split_lines(base)
     old_keys = [line_key(x) for x in old]
-    mapping: dict[int, int] = {}
-    aligned = SequenceMatcher(None, old_keys, [line_key(x) for x in target], False)
-    for block in aligned.get_matching_blocks():
-        for k in range(block.size):
-            mapping[block.a + k] = block.b + k
+    mapping = line_mapping(old_keys, [line_key(x) for x in target])
     deleted: set[int] = set()
     inserts: dict[int, list[str]] = defaultdict(list)
     matcher = SequenceMatcher(None, old_keys, [line_key(x) for x in new], False)
@@ -62,18 +58,28 @@ def carry_change(before: str, after: str, base: str) -> str:
             continue
         deleted.update(mapping[i] for i in range(i1, i2) if i in mapping)
         if j2 > j1:
-            inserts[_anchor(mapping, i1, i2, len(old), len(target))].extend(new[j1:j2])
+            inserts[anchor(mapping, i1, i2, len(old), len(target))].extend(new[j1:j2])
     out: list[str] = []
     for k in range(len(target) + 1):
         out.extend(inserts.get(k, ()))
         if k < len(target) and k not in deleted:
             out.append(target[k])
-    return _join(out, _eol(before + after + base))
+    return join_lines(out, _eol(before + after + base))
 
 
-def _anchor(mapping: dict[int, int], i1: int, i2: int, n_old: int, n_target: int) -> int:
-    """Where in ``base`` lines inserted at ``before[i1:i2]`` go: after the nearest earlier line
-    that ``base`` has, else before the nearest later one, else at the end."""
+def line_mapping(old_keys: list[str], new_keys: list[str]) -> dict[int, int]:
+    """Each line of ``old_keys`` that ``new_keys`` kept in the same order → its index there."""
+    mapping: dict[int, int] = {}
+    for block in SequenceMatcher(None, old_keys, new_keys, False).get_matching_blocks():
+        for k in range(block.size):
+            mapping[block.a + k] = block.b + k
+    return mapping
+
+
+def anchor(mapping: dict[int, int], i1: int, i2: int, n_old: int, n_target: int) -> int:
+    """Where in the target (``mapping``'s values) lines inserted at ``old[i1:i2]`` go: after
+    the nearest earlier line the target has, else before the nearest later one, else at the
+    end."""
     for i in range(i1 - 1, -1, -1):
         if i in mapping:
             return mapping[i] + 1
@@ -87,7 +93,7 @@ def _eol(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def _join(lines: list[str], eol: str) -> str:
+def join_lines(lines: list[str], eol: str) -> str:
     """Join lines, giving a terminator to any line that lost its place at the end."""
     fixed = [
         line if i == len(lines) - 1 or line.endswith("\n") else line + eol

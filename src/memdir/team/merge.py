@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from memdir.audit.merge import line_key
+from memdir.audit.merge import anchor, join_lines, line_key, line_mapping
 from memdir.markdown.sections import parse_sections, split_lines
 from memdir.workspace import MEMORY_FILE
 
@@ -73,10 +73,7 @@ def union_merge(
     old, mine, other = split_lines(base), split_lines(ours), split_lines(theirs)
     old_keys = [line_key(x) for x in old]
     mine_keys = [line_key(x) for x in mine]
-    mapping: dict[int, int] = {}
-    for block in SequenceMatcher(None, old_keys, mine_keys, False).get_matching_blocks():
-        for k in range(block.size):
-            mapping[block.a + k] = block.b + k
+    mapping = line_mapping(old_keys, mine_keys)
     have = {k for k in mine_keys if k.strip()}
     deleted: set[int] = set()
     inserts: dict[int, list[str]] = defaultdict(list)
@@ -89,7 +86,7 @@ def union_merge(
         if not any(line_key(line).strip() for line in added):
             added = []  # only blank lines left: their text is here already
         if added:
-            inserts[_anchor(mapping, i1, i2, len(old), len(mine))].extend(added)
+            inserts[anchor(mapping, i1, i2, len(old), len(mine))].extend(added)
             have.update(k for k in (line_key(x) for x in added) if k.strip())
         gone_here = [i for i in range(i1, i2) if i not in mapping and old_keys[i].strip()]
         if into is not None and tag == "replace" and gone_here and added:
@@ -109,11 +106,7 @@ def union_merge(
         out.extend(inserts.get(k, ()))
         if k < len(mine) and k not in deleted:
             out.append(mine[k])
-    eol = "\r\n" if "\r\n" in ours else "\n"
-    return "".join(
-        line if i == len(out) - 1 or line.endswith("\n") else line + eol
-        for i, line in enumerate(out)
-    )
+    return join_lines(out, "\r\n" if "\r\n" in ours else "\n")
 
 
 def _replacement(old_keys: list[str], mine_keys: list[str], i1: int, i2: int) -> list[str]:
@@ -124,18 +117,6 @@ def _replacement(old_keys: list[str], mine_keys: list[str], i1: int, i2: int) ->
         if tag == "replace" and a1 < i2 and i1 < a2:
             out.extend(k for k in mine_keys[b1:b2] if k.strip())
     return out
-
-
-def _anchor(mapping: dict[int, int], i1: int, i2: int, n_old: int, n_mine: int) -> int:
-    """Where lines added at ``base[i1:i2]`` go in ours: after the nearest earlier base line ours
-    has, else before the nearest later one, else at the end."""
-    for i in range(i1 - 1, -1, -1):
-        if i in mapping:
-            return mapping[i] + 1
-    for i in range(i2, n_old):
-        if i in mapping:
-            return mapping[i]
-    return n_mine
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
