@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,3 +53,28 @@ def wait_for(condition: Callable[[], object], seconds: float = 10.0) -> bool:
     while not condition() and time.monotonic() < deadline:
         time.sleep(0.05)
     return bool(condition())
+
+
+def run_git(cwd: Path, *args: str, check: bool = True) -> str:
+    """Run the real ``git`` (tests check memdir's commits with git itself)."""
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
+    return done.stdout
+
+
+def isolate_git(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """git with an identity and no user or system config (skips where git is missing)."""
+    if shutil.which("git") is None:
+        pytest.skip("the git binary is not installed")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(folder / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for key, value in (
+        ("GIT_AUTHOR_NAME", "Pat Person"),
+        ("GIT_AUTHOR_EMAIL", "pat@example.org"),
+        ("GIT_COMMITTER_NAME", "Pat Person"),
+        ("GIT_COMMITTER_EMAIL", "pat@example.org"),
+    ):
+        monkeypatch.setenv(key, value)

@@ -3,8 +3,6 @@ a memdir workspace, written through memdir and synced with ``memdir team sync``.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,17 +10,9 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory, init_workspace
+from tests.helpers import isolate_git, run_git
 
 MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
-
-
-def run_git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
-    return done.stdout
 
 
 @dataclass
@@ -50,17 +40,7 @@ class Host:
 @pytest.fixture
 def team_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """git with an identity and no user or system config."""
-    if shutil.which("git") is None:
-        pytest.skip("memdir team needs the git program")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for key, value in (
-        ("GIT_AUTHOR_NAME", "Pat Person"),
-        ("GIT_AUTHOR_EMAIL", "pat@example.org"),
-        ("GIT_COMMITTER_NAME", "Pat Person"),
-        ("GIT_COMMITTER_EMAIL", "pat@example.org"),
-    ):
-        monkeypatch.setenv(key, value)
+    isolate_git(monkeypatch, tmp_path)
     monkeypatch.setenv("MEMDIR_NOW", "2026-12-04T10:00:00")
 
 
