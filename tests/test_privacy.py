@@ -12,7 +12,7 @@ from memdir import Memory
 from memdir.config import Config, load_config
 from memdir.errors import ConfigError
 from memdir.lifecycle.capture import AutoCapture
-from memdir.privacy import SecretGuard, SecretRefused
+from memdir.safety.privacy import SecretGuard, SecretRefused
 from memdir.workspace import Workspace
 from tests.privacy_corpus import (
     AWS_KEY_ID,

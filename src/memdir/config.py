@@ -343,13 +343,13 @@ class LLMConfig:
             raise ConfigError("llm: need " + ", ".join(problems))
 
 
-#: ``privacy.secrets`` values (see :mod:`memdir.privacy`).
+#: ``privacy.secrets`` values (see :mod:`memdir.safety.privacy`).
 SECRET_ACTIONS = CHOICES["privacy.secrets"]
 
 
 @dataclass(frozen=True)
 class PrivacyConfig:
-    """What memdir does with secrets in text it writes on its own (:mod:`memdir.privacy`).
+    """What memdir does with secrets in text it writes on its own (:mod:`memdir.safety.privacy`).
 
     ``secrets``: ``redact`` (default: replaced by ``[REDACTED:<kind>]``), ``refuse`` (a fact
     holding one is not written; archives and promotions are still redacted) or ``off``.

@@ -41,8 +41,8 @@ from memdir.markdown.structure import PACK_TOKENS
 from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, copy_lines, read_lines
 from memdir.memory_governance import GovernanceMixin
 from memdir.memory_lifecycle import LifecycleMixin
-from memdir.privacy import SecretGuard
 from memdir.rerank import Reranker, create_reranker
+from memdir.safety.privacy import SecretGuard
 from memdir.search.across import Across, LanguageMeans
 from memdir.search.legs import QueryEmbeddings
 from memdir.search.pipeline import run_search

@@ -204,7 +204,7 @@ class GovernanceMixin:
             WorkspaceError: see :func:`memdir.team.sync_workspace`.
             PathNotAllowed: in a shared session.
         """
-        from memdir.privacy import SecretGuard
+        from memdir.safety.privacy import SecretGuard
         from memdir.team import sync_workspace
 
         if self.scope == "shared":

@@ -38,7 +38,7 @@ from memdir.filewalk import (
     walk_file_or_folder,
     walk_markdown,
 )
-from memdir.privacy import DEFAULT_GUARD, SecretGuard
+from memdir.safety.privacy import DEFAULT_GUARD, SecretGuard
 
 STATE_DIR = ".memdir"
 MEMORY_FILE = "MEMORY.md"
@@ -199,7 +199,7 @@ class Workspace:
         #: Configured paths that were refused, and why (``memdir status`` lists them).
         self.warnings: list[str] = []
         self.extra_paths = self._checked_extra_paths(extra_paths)
-        #: The secrets check every automatic write applies (:mod:`memdir.privacy`).
+        #: The secrets check every automatic write applies (:mod:`memdir.safety.privacy`).
         self.secrets = secrets if secrets is not None else DEFAULT_GUARD
         #: Writes prepared by :meth:`write_path` (the index's freshness check: design.md#index).
         self.writes = 0

@@ -20,8 +20,8 @@ from memdir.memory_context import (
     recall_for,
     truncate_middle,
 )
+from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import memory_tools
-from memdir.untrusted import escape_untrusted
 from memdir.workspace import Workspace
 from tests.helpers import write
 

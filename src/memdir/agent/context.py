@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from memdir.llm.base import Message
 from memdir.llm.prompts import load_prompt
 from memdir.memory_context import DATA_NOTE, Recall, bootstrap_sections, file_section
+from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import ToolSpec
-from memdir.untrusted import escape_untrusted
 from memdir.workspace import AGENTS_FILE, Workspace
 
 __all__ = [

@@ -35,7 +35,7 @@ from memdir.audit.merge import changed_lines
 from memdir.audit.where import git_worktree
 from memdir.errors import WorkspaceError
 from memdir.fileio import atomic_write
-from memdir.privacy import SecretGuard
+from memdir.safety.privacy import SecretGuard
 from memdir.team import disagreements
 from memdir.team.apply import apply_plan, finish_interrupted, plan_move
 from memdir.team.merge import Contradiction
