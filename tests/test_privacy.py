@@ -80,7 +80,7 @@ def test_the_write_tool_says_what_was_redacted(memory, workspace) -> None:
 
 
 def test_the_mcp_write_tool_tells_the_model(memory) -> None:
-    from memdir.mcp_server import MemoryTools
+    from memdir.mcp.server import MemoryTools
 
     reply = MemoryTools(memory).call("memory_write", {"text": "the wifi password is Corr3ctHorse"})
     assert reply["redacted"] == ["password"] and "redacted password" in reply["reason"]

@@ -35,7 +35,7 @@ def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
     init`); see the README's "MCP setup". Chunks without a vector are embedded in the
     background from start-up, newest files first; searches never wait for it.
     """
-    from memdir.mcp_server import serve_stdio
+    from memdir.mcp.server import serve_stdio
 
     workspace: Path = ctx.obj
     # stdout is the protocol channel: anything a provider prints while loading goes to stderr.

@@ -5,7 +5,7 @@ without an MCP client: one HTTP request a call, JSON in and out, behind the same
 and token checks as every other TCP route (:class:`memdir.service.app.Guard`).
 
 - ``POST /v1/tools/<name>?workspace=ABS[&scope=shared]``: a memory tool call (the body is its
-  arguments), answered with what ``memdir serve`` answers (:class:`memdir.mcp_server.MemoryTools`:
+  arguments), answered with what ``memdir serve`` answers (:class:`memdir.mcp.server.MemoryTools`:
   the same contract, limits and time limit); a failed call is 422 ``{"error": "…"}``;
 - ``POST /v1/recall?workspace=ABS``: ``{"prompt"}`` → ``{"block", "citations", "warning"}``,
   the auto-recall block of the Claude Code hooks (``[hooks] recall_*``), fenced as untrusted data;

@@ -55,7 +55,7 @@ from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.hooks.claude_code import EVENT_COMMANDS
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
-from memdir.mcp_server import build_server
+from memdir.mcp.server import build_server
 from memdir.service.agent_routes import agent_routes
 from memdir.service.commands import Declined, decode_request, run_command
 from memdir.service.inspectors import Inspectors, UIEndpoint

@@ -28,7 +28,7 @@ from typing import Any
 from memdir.config import memdir_home
 from memdir.deadline import abandoned_calls
 from memdir.errors import MemdirError
-from memdir.mcp_server import CALL_TIMEOUT_S, MemoryTools
+from memdir.mcp.server import CALL_TIMEOUT_S, MemoryTools
 from memdir.memory import Memory
 from memdir.watch import SharedObserver, WorkspaceWatcher
 from memdir.workspace import STATE_DIR

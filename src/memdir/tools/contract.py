@@ -1,7 +1,7 @@
 """The memory tools, defined once: names, descriptions, JSON schemas and limits.
 
 Every way an agent reaches memdir's memory uses these definitions: the MCP server
-(:mod:`memdir.mcp_server`), the chat agent's native tool calls and its text protocol, and the
+(:mod:`memdir.mcp.server`), the chat agent's native tool calls and its text protocol, and the
 chat prompt (:mod:`memdir.agent`). :func:`memory_tools` builds them for one configuration and
 scope, so a description says what that agent will really get: the default number of results
 and the score threshold come from ``[search]``, and a shared session's tools neither mention
