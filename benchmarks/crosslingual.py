@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Search everything; per group the raw per-question outcomes."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
     runner = common.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
     bench = bench_configs.CONFIGS["default"]

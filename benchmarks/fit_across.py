@@ -40,7 +40,7 @@ def rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     cosine and whether it answers."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
     from memdir.search import across
 
     xargs = xbench.parse_args(["--split", "dev", "--same", "--locomo", str(args.locomo)])

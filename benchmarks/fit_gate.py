@@ -53,7 +53,7 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     was among the first results with nothing cut."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
     runner = common.Runner(args.cache, fresh=False, embedder_kind="local")
     bench = bench_configs.CONFIGS["default"]

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every prompt's recall; per group the raw outcomes."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
     from memdir.memory_context import recall_for
 
     sets = json.loads(args.data.read_text(encoding="utf-8"))["sets"]

@@ -352,7 +352,7 @@ def own_table(
     default ``min_score``, answerable questions left with nothing, off-topic ones left with
     nothing (the shared list, the workspace's own unrelated and near ones)."""
     import _workspaces
-    from memdir.config import SearchConfig
+    from memdir.config.settings import SearchConfig
 
     default = SearchConfig().min_score
     names = {p.stem for p in _workspaces.DATA.glob("*.json")}

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
     from memdir.rerank.base import FEATURES
     from memdir.rerank.learned import LearnedReranker
 

@@ -444,7 +444,7 @@ def test_a_moved_name_in_the_design_is_found() -> None:
     for other in ("config.py", "index.lock", "hnsw.ef_search", "IndexManager.warm"):
         assert code_reference(other, modules) is None
     real = source_modules()
-    assert unresolved("config_choices.INDEX_URL_SCHEMES", real) is None
+    assert unresolved("config.choices.INDEX_URL_SCHEMES", real) is None
     assert unresolved("config.INDEX_URL_SCHEMES", real) == (
         "`config.INDEX_URL_SCHEMES`: memdir.config has no 'INDEX_URL_SCHEMES'"
     )

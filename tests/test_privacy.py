@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memdir import Memory
-from memdir.config import Config, load_config
+from memdir.config.settings import Config, load_config
 from memdir.errors import ConfigError
 from memdir.lifecycle.capture import AutoCapture
 from memdir.safety.privacy import SecretGuard, SecretRefused

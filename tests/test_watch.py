@@ -15,7 +15,7 @@ import pytest
 
 import memdir.watch as watch
 from memdir import FakeEmbedder, Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.watch import WorkspaceWatcher, is_indexable_change, retry_when_busy
 from memdir.workspace import Workspace
 from memdir.workspace_templates import init_workspace

@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "LLM": "memdir.llm.base",
-    "Config": "memdir.config",
+    "Config": "memdir.config.settings",
     "ConfigError": "memdir.errors",
     "Embedder": "memdir.embeddings.base",
     "FakeEmbedder": "memdir.embeddings.fake",
@@ -32,12 +32,12 @@ _EXPORTS = {
     "SearchResult": "memdir.search.types",
     "WorkspaceError": "memdir.errors",
     "init_workspace": "memdir.workspace_templates",
-    "load_config": "memdir.config",
+    "load_config": "memdir.config.settings",
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:
-    from memdir.config import Config, load_config
+    from memdir.config.settings import Config, load_config
     from memdir.embeddings.base import Embedder
     from memdir.embeddings.fake import FakeEmbedder
     from memdir.errors import (

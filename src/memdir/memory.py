@@ -25,7 +25,7 @@ from typing import Any
 from memdir.bridge import default_bridge
 from memdir.bridge import prepare as prepare_bridge
 from memdir.clock import now
-from memdir.config import MAX_RESULTS, Config, default_workspace, load_config
+from memdir.config.settings import MAX_RESULTS, Config, default_workspace, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.embeddings.companion import companion_for, language_means
@@ -66,7 +66,7 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
 
     Args:
         workspace: the workspace folder; default ``MEMDIR_WORKSPACE`` or ``~/.memdir/workspace``.
-        config: settings; default :func:`memdir.config.load_config` for this workspace.
+        config: settings; default :func:`memdir.config.settings.load_config` for this workspace.
         embedder: the embedding provider; default built from ``config.embedding``.
         reranker: the rerank stage's reranker; default built from ``config.rerank``
             (``provider = "none"`` for no rerank stage).

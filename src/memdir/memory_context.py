@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memdir.config import MAX_RESULTS
+from memdir.config.settings import MAX_RESULTS
 from memdir.errors import MemdirError
 from memdir.memory_browse import PRIVATE_FILES
 from memdir.safety.untrusted import escape_untrusted, looks_like_injection

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memdir.clock import now
-from memdir.config import Config
+from memdir.config.settings import Config
 from memdir.errors import MemdirError, PathNotAllowed, QueryError
 from memdir.index.sync import scan_dirty
 from memdir.memory_browse import PRIVATE_FILES

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memdir.clock import now
-from memdir.config import Config
+from memdir.config.settings import Config
 from memdir.embeddings.base import Embedder
 from memdir.errors import MemdirError, PathNotAllowed
 from memdir.workspace import MEMORY_FILE, Workspace

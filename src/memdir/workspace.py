@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.errors import PathNotAllowed, WorkspaceError
 from memdir.fileio import (
     atomic_write,

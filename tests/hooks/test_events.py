@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memdir import init_workspace
-from memdir.config import CLAUDE_CODE_HOOK_CHARS
+from memdir.config.settings import CLAUDE_CODE_HOOK_CHARS
 from memdir.hooks.events import run_hook
 from memdir.llm.fake import ScriptedLLM
 from tests.helpers import write

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.workspace import Workspace
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.index.base import KeywordQuery
 from memdir.workspace import Workspace
 from tests.helpers import memory_chunks, write

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from memdir import Memory
-from memdir.config import MAX_RESULTS, SearchConfig
+from memdir.config.settings import MAX_RESULTS, SearchConfig
 from memdir.errors import ConfigError, QueryError
 from memdir.llm.anthropic_wire import anthropic_tools
 from memdir.llm.openai_wire import openai_tools

@@ -55,7 +55,7 @@ from memdir.agent.turn import (
 )
 from memdir.agent.wire import native_wire, text_wire
 from memdir.clock import now
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from memdir.errors import MemdirError, ToolsUnsupported
 from memdir.lifecycle.compact import (
     CompactionResult,

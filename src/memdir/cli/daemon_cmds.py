@@ -10,7 +10,7 @@ from urllib.parse import quote
 import click
 
 from memdir.cli.main import CommandGroup, cli
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.service import daemon
 from memdir.service import state as files
 from memdir.service.ports import service_port

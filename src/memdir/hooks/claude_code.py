@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from memdir.config import HooksConfig
+from memdir.config.settings import HooksConfig
 from memdir.errors import ConfigError, MemdirError
 from memdir.fileio import atomic_write
 

@@ -7,7 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.workspace import Workspace
 
 

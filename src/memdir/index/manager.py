@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from memdir.config import ChunkingConfig, Config, index_url
-from memdir.config_choices import check_index_values
+from memdir.config.choices import check_index_values
+from memdir.config.settings import ChunkingConfig, Config, index_url
 from memdir.embeddings.base import Embedder, Vectors, urgent_embedder
 from memdir.errors import ConfigError, DiskFull, ProviderError
 from memdir.index.base import (
@@ -115,7 +115,7 @@ class IndexSettings:
 
 def open_lifecycle(options: LifecycleOptions) -> IndexLifecycle:
     """The lifecycle for ``options.url``, chosen by its scheme (one of
-    :data:`memdir.config_choices.INDEX_URL_SCHEMES`, checked with the settings).
+    :data:`memdir.config.choices.INDEX_URL_SCHEMES`, checked with the settings).
 
     Raises:
         IndexStoreError: the engine's driver is not installed.

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, token_batches
 from memdir.errors import PathNotAllowed, ProviderError
 from memdir.fileio import read_regular_file

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.errors import WorkspaceError
 from memdir.fileio import atomic_write
 from memdir.llm.base import LLM

@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memdir.config import SECRET_ACTIONS
+from memdir.config.settings import SECRET_ACTIONS
 from memdir.errors import ConfigError, MemdirError
 from memdir.safety.secret_detectors import Detector, detectors
 

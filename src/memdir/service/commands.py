@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 
 from memdir.cli.common import CLIENT_ENV, LENDER
-from memdir.config import Config
+from memdir.config.settings import Config
 from memdir.errors import MemdirError
 from memdir.memory import Memory
 from memdir.service.capture import captured

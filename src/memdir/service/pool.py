@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.deadline import abandoned_calls
 from memdir.errors import MemdirError
 from memdir.mcp.server import CALL_TIMEOUT_S, MemoryTools
@@ -49,7 +49,8 @@ class PoolFull(NotServed):
 
 
 def config_files(root: Path) -> tuple[Path, Path]:
-    """The config files a workspace's settings come from (see :func:`memdir.config.load_config`)."""
+    """The config files a workspace's settings come from (see
+    :func:`memdir.config.settings.load_config`)."""
     return memdir_home() / "config.toml", root / STATE_DIR / "config.toml"
 
 

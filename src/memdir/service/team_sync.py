@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from memdir.audit.where import git_worktree
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.errors import MemdirError
 from memdir.safety.privacy import SecretGuard
 from memdir.service.pool import Pool

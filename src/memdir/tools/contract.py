@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memdir.config import MAX_RESULTS, SearchConfig
+from memdir.config.settings import MAX_RESULTS, SearchConfig
 from memdir.lifecycle.write import MAX_TEXT_CHARS, SECTIONS, TARGETS
 from memdir.memory import MAX_QUERIES, MAX_QUERY_CHARS
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memdir import FakeEmbedder, Memory, init_workspace
-from memdir.config import IndexConfig, index_url, load_config
+from memdir.config.settings import IndexConfig, index_url, load_config
 from memdir.errors import ConfigError, IndexStoreError
 from memdir.index.base import IndexBackend, KeywordQuery
 from memdir.index.bm25 import bm25_term, lucene_idf

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from memdir import FakeEmbedder
-from memdir.config import IndexConfig
-from memdir.config_choices import allowed_values
+from memdir.config.choices import allowed_values
+from memdir.config.settings import IndexConfig
 from memdir.errors import ConfigError
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sqlite import codec, embeddings

@@ -37,7 +37,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.embeddings.base import Vectors
 from memdir.errors import DiskFull, IndexStoreError
 from memdir.fileio import DISK_FULL, pid_alive

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from memdir.config_agents import CLAUDE_CODE_HOOK_CHARS as CLAUDE_CODE_HOOK_CHARS
-from memdir.config_agents import MAX_RESULTS as MAX_RESULTS
-from memdir.config_agents import HooksConfig as HooksConfig
-from memdir.config_agents import ServiceConfig as ServiceConfig
-from memdir.config_agents import TeamConfig as TeamConfig
-from memdir.config_choices import (
+from memdir.config.agents import CLAUDE_CODE_HOOK_CHARS as CLAUDE_CODE_HOOK_CHARS
+from memdir.config.agents import MAX_RESULTS as MAX_RESULTS
+from memdir.config.agents import HooksConfig as HooksConfig
+from memdir.config.agents import ServiceConfig as ServiceConfig
+from memdir.config.agents import TeamConfig as TeamConfig
+from memdir.config.choices import (
     CHOICES,
     LOCAL_EMBEDDING_MODELS,
     check_choice,
@@ -40,7 +40,7 @@ from memdir.config_choices import (
     check_index_url,
     check_index_values,
 )
-from memdir.config_trust import check_workspace_config
+from memdir.config.trust import check_workspace_config
 from memdir.errors import ConfigError, ProviderUnavailable
 from memdir.fileio import read_regular_file
 
