@@ -13,7 +13,7 @@ from memdir.config.settings import Config, load_config
 from memdir.errors import ConfigError
 from memdir.lifecycle.capture import AutoCapture
 from memdir.safety.privacy import SecretGuard, SecretRefused
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.privacy_corpus import (
     AWS_KEY_ID,
     AWS_SECRET,

@@ -17,8 +17,8 @@ import memdir.watch as watch
 from memdir import FakeEmbedder, Memory
 from memdir.config.settings import load_config
 from memdir.watch import WorkspaceWatcher, is_indexable_change, retry_when_busy
-from memdir.workspace import Workspace
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.layout import Workspace
+from memdir.workspace.templates import init_workspace
 from tests.helpers import wait_for, write
 
 

@@ -31,7 +31,7 @@ _EXPORTS = {
     "SearchResponse": "memdir.search.types",
     "SearchResult": "memdir.search.types",
     "WorkspaceError": "memdir.errors",
-    "init_workspace": "memdir.workspace_templates",
+    "init_workspace": "memdir.workspace.templates",
     "load_config": "memdir.config.settings",
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
     from memdir.memory_browse import GetResult
     from memdir.search.types import SearchResponse, SearchResult
-    from memdir.workspace_templates import init_workspace
+    from memdir.workspace.templates import init_workspace
 
 __all__ = [
     "LLM",

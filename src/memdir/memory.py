@@ -31,7 +31,6 @@ from memdir.embeddings.base import Embedder, Vectors
 from memdir.embeddings.companion import companion_for, language_means
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, ProviderError, QueryError
-from memdir.fileio import read_regular_file
 from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.base import SharedCopies
 from memdir.index.manager import IndexManager, IndexSettings
@@ -50,7 +49,15 @@ from memdir.search.plan import SearchPlan, query_parts
 from memdir.search.relevance import calibration_for
 from memdir.search.types import EmbedMissing, SearchResponse
 from memdir.text import has_cjk, load_segmenter
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE, USER_FILE, Skipped, Workspace, file_kind
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import (
+    MEMORY_DIR,
+    MEMORY_FILE,
+    USER_FILE,
+    Skipped,
+    Workspace,
+    file_kind,
+)
 
 SCOPES = ("private", "shared")
 #: The longest query accepted (characters); longer ones are refused, not truncated silently.

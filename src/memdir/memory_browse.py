@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memdir.errors import PathNotAllowed, QueryError, WorkspaceError
-from memdir.fileio import read_regular_file
 from memdir.index.sync import decode_markdown
-from memdir.workspace import (
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import (
     MEMORY_FILE,
     OWNER_FILES,
     USER_FILE,
@@ -74,7 +74,7 @@ class MemoryFile:
 
     Attributes:
         path: workspace-relative path (absolute for an extra path outside the workspace).
-        kind: see :func:`memdir.workspace.file_kind`; ``extra`` for configured extra paths.
+        kind: see :func:`memdir.workspace.layout.file_kind`; ``extra`` for configured extra paths.
         day: the date of a daily log or session archive, else None.
         size: bytes.
         mtime: modification time (seconds since the epoch).

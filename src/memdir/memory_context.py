@@ -38,7 +38,7 @@ from memdir.errors import MemdirError
 from memdir.memory_browse import PRIVATE_FILES
 from memdir.safety.untrusted import escape_untrusted, looks_like_injection
 from memdir.search.prompts import recall_query
-from memdir.workspace import AGENTS_FILE, MEMORY_DIR, MEMORY_FILE, USER_FILE, Workspace
+from memdir.workspace.layout import AGENTS_FILE, MEMORY_DIR, MEMORY_FILE, USER_FILE, Workspace
 
 if TYPE_CHECKING:
     from memdir.memory import Memory

@@ -17,7 +17,7 @@ from memdir.config.settings import Config
 from memdir.errors import MemdirError, PathNotAllowed, QueryError
 from memdir.index.sync import scan_dirty
 from memdir.memory_browse import PRIVATE_FILES
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 if TYPE_CHECKING:
     from memdir.audit import AuditRecord

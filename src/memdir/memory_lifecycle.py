@@ -18,7 +18,7 @@ from memdir.clock import now
 from memdir.config.settings import Config
 from memdir.embeddings.base import Embedder
 from memdir.errors import MemdirError, PathNotAllowed
-from memdir.workspace import MEMORY_FILE, Workspace
+from memdir.workspace.layout import MEMORY_FILE, Workspace
 
 if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.dreaming.phases import DreamReport

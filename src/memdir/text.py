@@ -125,7 +125,7 @@ def _jieba_cache_dir() -> Path | None:
     that cannot be written, or a disk too full for it (jieba leaves a partial temporary file
     behind when its write fails, which would take the last space the index needs)."""
     from memdir.config.settings import memdir_home
-    from memdir.fileio import room_for_cache
+    from memdir.workspace.fileio import room_for_cache
 
     folder = memdir_home() / "cache"
     try:

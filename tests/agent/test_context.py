@@ -22,7 +22,7 @@ from memdir.memory_context import (
 )
 from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import memory_tools
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 SECRET = "The owner's bank PIN hint is 'blue heron'."

@@ -26,7 +26,7 @@ from memdir import FakeEmbedder, Memory, init_workspace
 from memdir.cli import cli
 from memdir.errors import MemdirError, PathNotAllowed, WorkspaceError
 from memdir.lifecycle.capture import AutoCapture
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 NOW = datetime(2026, 11, 30, 9, 0)

@@ -18,7 +18,7 @@ from memdir.llm.prompts import load_prompt
 from memdir.memory_context import DATA_NOTE, Recall, bootstrap_sections, file_section
 from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import ToolSpec
-from memdir.workspace import AGENTS_FILE, Workspace
+from memdir.workspace.layout import AGENTS_FILE, Workspace
 
 __all__ = [
     "INSTRUCTION_FILES",

@@ -115,7 +115,7 @@ MCP_HTTP_NAME = "memdir-http"
 def _print_mcp_line(workspace: Path) -> None:
     """The `claude mcp add` line for a workspace that exists: ``workspace`` (the one named
     with -w, MEMDIR_WORKSPACE or the default), else the current folder when it is one."""
-    from memdir.workspace import is_workspace
+    from memdir.workspace.layout import is_workspace
 
     port = service_port() or load_config().service.port
     chosen = next(

@@ -23,8 +23,8 @@ from memdir.cli.main import cli
 from memdir.config.settings import load_config
 from memdir.index.background import EmbedProgress
 from memdir.llm.tool_support import tool_refusals
-from memdir.workspace import Workspace
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.layout import Workspace
+from memdir.workspace.templates import init_workspace
 
 
 @cli.command("init")

@@ -42,7 +42,7 @@ from memdir.config.choices import (
 )
 from memdir.config.trust import check_workspace_config
 from memdir.errors import ConfigError, ProviderUnavailable
-from memdir.fileio import read_regular_file
+from memdir.workspace.fileio import read_regular_file
 
 
 @dataclass(frozen=True)

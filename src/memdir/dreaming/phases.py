@@ -54,7 +54,7 @@ from memdir.errors import MemdirError, PathNotAllowed
 from memdir.markdown.generated import generated_indexes
 from memdir.safety.untrusted import preview
 from memdir.text import jaccard, similarity_tokens, stem
-from memdir.workspace import DREAMS_FILE, MEMORY_FILE, Workspace
+from memdir.workspace.layout import DREAMS_FILE, MEMORY_FILE, Workspace
 
 LIGHT_DAYS = 2
 LIGHT_MIN_CONTAINMENT = 0.5

@@ -46,7 +46,6 @@ from memdir.audit import append_text, audited, line_hash, write_text
 from memdir.dreaming.budget import MEMORY_BUDGET_CHARS, enforce_budget
 from memdir.dreaming.store import RecallEntry, mentioned_terms
 from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.fileio import read_regular_file
 from memdir.markdown.generated import (
     KEY_RE,
     generated_indexes,
@@ -56,7 +55,8 @@ from memdir.markdown.generated import (
 from memdir.markdown.generated import append_entries as append_to_block
 from memdir.safety.untrusted import looks_like_injection
 from memdir.text import jaccard, similarity_tokens, stem
-from memdir.workspace import DREAMS_FILE, MEMORY_FILE, Workspace
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import DREAMS_FILE, MEMORY_FILE, Workspace
 
 DEDUPE_JACCARD = 0.9
 WRITE_ATTEMPTS = 5

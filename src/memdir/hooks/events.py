@@ -42,12 +42,12 @@ from typing import Any
 from memdir.clock import now
 from memdir.deadline import run_with_timeout
 from memdir.errors import MemdirError
-from memdir.fileio import atomic_write
 from memdir.hooks.transcript import Transcript, read_transcript
 from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.registry import chat_llm_choice, create_llm
 from memdir.memory import Memory
 from memdir.memory_context import recall_for, session_memory_context
+from memdir.workspace.fileio import atomic_write
 
 #: Hook input on stdin beyond this many bytes is not read (a prompt is at most a few MB).
 MAX_INPUT_BYTES = 16 * 1024 * 1024

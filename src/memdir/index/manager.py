@@ -52,7 +52,7 @@ from memdir.index.sync import (
 )
 from memdir.index.term_stats import TermStatistics
 from memdir.markdown.greedy import GREEDY_VERSION
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 #: Meta key set while line vectors of a rebuilt index may be missing (a full sync fills them).
 LINES_PENDING = "line_vectors_pending"

@@ -22,7 +22,7 @@ from memdir.errors import MemdirError
 from memdir.lifecycle.write import WriteResult, normalise_memory_text, write_memory
 from memdir.markdown.sections import normalise_for_dedup
 from memdir.safety.untrusted import looks_like_injection
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 MIN_CHARS = 10
 MAX_CHARS = 500

@@ -37,7 +37,7 @@ from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.prompts import load_prompt
 from memdir.markdown.sections import content_lines, find_section, parse_sections
 from memdir.safety.untrusted import escape_untrusted, looks_like_injection, preview
-from memdir.workspace import MEMORY_FILE, Workspace
+from memdir.workspace.layout import MEMORY_FILE, Workspace
 
 #: Category → MEMORY.md section key.
 CATEGORIES: dict[str, str] = {

@@ -35,7 +35,7 @@ from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
 from memdir.safety.privacy import refusal
 from memdir.safety.untrusted import escape_untrusted, looks_like_injection, preview
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.workspace.layout import MEMORY_DIR, Workspace
 
 NO_REPLY = "NO_REPLY"
 #: Tokens before the compaction budget at which the flush runs (OpenClaw's soft threshold).

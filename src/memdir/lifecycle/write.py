@@ -1,7 +1,7 @@
 """``memory_write``: add one fact to today's daily log or to a section of MEMORY.md.
 
 - Daily log (``memory/YYYY-MM-DD.md``, the default): the bullet is appended with
-  :func:`~memdir.workspace.locked_append`; a new file starts with a ``# YYYY-MM-DD`` heading.
+  :func:`~memdir.workspace.layout.locked_append`; a new file starts with a ``# YYYY-MM-DD`` heading.
 - MEMORY.md: the bullet goes at the end of its section's bullets (the heading is appended when
   the section is missing, in the file's language) and the file is replaced atomically; every
   other byte stays as it was.
@@ -39,7 +39,7 @@ from memdir.markdown.sections import (
 )
 from memdir.safety.privacy import describe_kinds
 from memdir.text import jaccard, similarity_tokens
-from memdir.workspace import (
+from memdir.workspace.layout import (
     MEMORY_DIR,
     MEMORY_FILE,
     SECTION_HEADINGS,

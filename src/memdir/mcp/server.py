@@ -39,7 +39,7 @@ from memdir.errors import MemdirError, PathNotAllowed, ProviderUnavailable
 from memdir.memory import Memory
 from memdir.tools import MAX_GET_CHARS, SERVER_INSTRUCTIONS, call_tool, memory_tools
 from memdir.watch import WorkspaceWatcher, retry_when_busy
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE
+from memdir.workspace.layout import MEMORY_DIR, MEMORY_FILE
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext

@@ -181,7 +181,7 @@ def _workspace(request: Request) -> tuple[Path, str] | Response:
     scope = request.query_params.get("scope", "private")
     if not root or not Path(root).is_absolute() or scope not in ("private", "shared"):
         return _error("name the workspace: ?workspace=/absolute/path[&scope=shared]", 400)
-    from memdir.workspace import is_workspace
+    from memdir.workspace.layout import is_workspace
 
     path = Path(root)
     if not path.is_dir() or not is_workspace(path):

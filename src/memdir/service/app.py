@@ -64,7 +64,7 @@ from memdir.service.pool import Pool, PoolFull, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
 from memdir.service.team_sync import TICK_S as TEAM_TICK_S
 from memdir.service.team_sync import TeamSyncer
-from memdir.workspace import refuse_home_folder
+from memdir.workspace.layout import refuse_home_folder
 
 log = logging.getLogger("memdir.service")
 #: Seconds between looks for idle workspaces.

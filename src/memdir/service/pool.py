@@ -31,7 +31,7 @@ from memdir.errors import MemdirError
 from memdir.mcp.server import CALL_TIMEOUT_S, MemoryTools
 from memdir.memory import Memory
 from memdir.watch import SharedObserver, WorkspaceWatcher
-from memdir.workspace import STATE_DIR
+from memdir.workspace.layout import STATE_DIR
 
 log = logging.getLogger("memdir.service")
 

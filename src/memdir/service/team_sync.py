@@ -20,7 +20,7 @@ from memdir.safety.privacy import SecretGuard
 from memdir.service.pool import Pool
 from memdir.team import sync_workspace
 from memdir.team.transport import remote_configured
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 log = logging.getLogger("memdir.service")
 

@@ -11,7 +11,7 @@ from memdir import FakeEmbedder
 from memdir.config.settings import ConfigError, IndexConfig, load_config
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sqlite.ann import AnnVectorSearch
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 

@@ -20,7 +20,7 @@ from memdir.index.sqlite.vectors import (
     NumpyVectorSearch,
     create_vector_search,
 )
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 WORDS = [
