@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import memdir.memory as memory_module
+import memdir.memory.facade as memory_module
 from memdir import FakeEmbedder, Memory
 from memdir.config.settings import load_config
 from memdir.index.base import ChunkRow

@@ -80,7 +80,7 @@ def test_a_warm_watcher_loads_jieba_once_when_the_notes_hold_chinese(
 ) -> None:
     root, _ = init_workspace(tmp_path / lang, lang)
     loads: list[int] = []
-    monkeypatch.setattr("memdir.memory.load_segmenter", lambda: loads.append(1))
+    monkeypatch.setattr("memdir.memory.facade.load_segmenter", lambda: loads.append(1))
     with (
         Memory(root, embedder=FakeEmbedder()) as mem,
         WorkspaceWatcher(mem, debounce=0.1, warm=True) as watcher,

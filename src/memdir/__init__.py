@@ -18,10 +18,10 @@ _EXPORTS = {
     "ConfigError": "memdir.errors",
     "Embedder": "memdir.embeddings.base",
     "FakeEmbedder": "memdir.embeddings.fake",
-    "GetResult": "memdir.memory_browse",
+    "GetResult": "memdir.memory.browse",
     "IndexStoreError": "memdir.errors",
     "MemdirError": "memdir.errors",
-    "Memory": "memdir.memory",
+    "Memory": "memdir.memory.facade",
     "PathNotAllowed": "memdir.errors",
     "ProviderError": "memdir.errors",
     "ProviderResponseError": "memdir.errors",
@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     )
     from memdir.llm.base import LLM
     from memdir.llm.fake import ScriptedLLM
-    from memdir.memory import Memory
-    from memdir.memory_browse import GetResult
+    from memdir.memory.browse import GetResult
+    from memdir.memory.facade import Memory
     from memdir.search.types import SearchResponse, SearchResult
     from memdir.workspace.templates import init_workspace
 

@@ -42,7 +42,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from memdir.index.sync import SyncReport
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.workspace.layout import (
     MEMORY_DIR,
     MEMORY_FILE,

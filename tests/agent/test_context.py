@@ -10,7 +10,7 @@ import pytest
 from memdir import Memory
 from memdir.agent.context import build_system_prompt
 from memdir.config.settings import SearchConfig
-from memdir.memory_context import (
+from memdir.memory.context import (
     DAILY_FILE_CAP,
     DAILY_TOTAL_CAP,
     FILE_CHAR_CAP,

@@ -195,7 +195,7 @@ def test_a_folder_that_is_not_a_workspace_is_a_note(tmp_path: Path, hook_input: 
 def test_a_slow_search_is_skipped_not_waited_for(
     ws: Path, hook_input: HookInput, monkeypatch: pytest.MonkeyPatch
 ):
-    from memdir.memory import Memory
+    from memdir.memory.facade import Memory
 
     release = threading.Event()
     real_search = Memory.search

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memdir.errors import MemdirError
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import ToolSpec, call_tool, memory_tools
 

@@ -23,7 +23,7 @@ from memdir.hooks.claude_code import (
     unset_token_env,
 )
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 
 AGENTS = ("claude-code",)
 F = TypeVar("F", bound=Callable[..., Any])

@@ -15,7 +15,7 @@ from memdir.cli.main import cli
 from memdir.index.background import EmbedProgress
 from memdir.index.sync import SyncReport
 from memdir.lifecycle.write import SECTIONS
-from memdir.memory import SCOPES, Memory
+from memdir.memory.facade import SCOPES, Memory
 
 
 @cli.command("serve")

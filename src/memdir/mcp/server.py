@@ -36,7 +36,7 @@ from memdir import __version__
 from memdir.clock import now
 from memdir.deadline import CallTimedOut, run_with_timeout
 from memdir.errors import MemdirError, PathNotAllowed, ProviderUnavailable
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.tools import MAX_GET_CHARS, SERVER_INSTRUCTIONS, call_tool, memory_tools
 from memdir.watch import WorkspaceWatcher, retry_when_busy
 from memdir.workspace.layout import MEMORY_DIR, MEMORY_FILE

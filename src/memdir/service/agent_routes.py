@@ -33,7 +33,7 @@ from starlette.routing import Route
 from memdir.clock import now
 from memdir.deadline import run_with_timeout
 from memdir.errors import MemdirError
-from memdir.memory_context import recall_for
+from memdir.memory.context import recall_for
 from memdir.service.pool import Pool, PoolFull
 
 #: The largest JSON body these routes read (a turn's messages for capture included).

@@ -1,5 +1,5 @@
 """The warm workspaces of the service: per workspace folder and scope, one open
-:class:`~memdir.memory.Memory` with its lock, tools, file watcher and background embedding,
+:class:`~memdir.memory.facade.Memory` with its lock, tools, file watcher and background embedding,
 opened on first use and closed after ``[service] idle_minutes`` without a request; at most
 ``[service] max_workspaces`` of them at once (asking for one more closes the least recently
 used one that no call holds), all watched through one
@@ -29,7 +29,7 @@ from memdir.config.settings import memdir_home
 from memdir.deadline import abandoned_calls
 from memdir.errors import MemdirError
 from memdir.mcp.server import CALL_TIMEOUT_S, MemoryTools
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.watch import SharedObserver, WorkspaceWatcher
 from memdir.workspace.layout import STATE_DIR
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from memdir.config.settings import SearchConfig
 from memdir.errors import MemdirError
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.tools.contract import (
     FORGET_TOOL,
     MAX_GET_CHARS,

@@ -22,7 +22,7 @@ from typing import Any
 
 from memdir.config.settings import MAX_RESULTS, SearchConfig
 from memdir.lifecycle.write import MAX_TEXT_CHARS, SECTIONS, TARGETS
-from memdir.memory import MAX_QUERIES, MAX_QUERY_CHARS
+from memdir.memory.facade import MAX_QUERIES, MAX_QUERY_CHARS
 
 TOOL_NAMES = ("memory_search", "memory_get", "memory_write")
 #: The destructive tool, offered only when asked for (the MCP server, in a private session).

@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from memdir.errors import QueryError
-from memdir.memory import Memory
-from memdir.memory_browse import GetResult, MemoryFile
+from memdir.memory.browse import GetResult, MemoryFile
+from memdir.memory.facade import Memory
 from memdir.ui.inspector import inspector
 from memdir.workspace.layout import MEMORY_FILE
 

@@ -4,7 +4,7 @@ daily notes, the auto-recall block, and the memory another agent's session start
 - **Bootstrap files**: AGENTS.md, USER.md, then MEMORY.md, each capped at
   :data:`FILE_CHAR_CAP` characters and :data:`TOTAL_CHAR_CAP` in all. An over-long file keeps
   its first 70% and last 20% around a marker naming the file to read in full. A shared (group)
-  session gets neither MEMORY.md nor USER.md: the same files :class:`~memdir.memory.Memory`
+  session gets neither MEMORY.md nor USER.md: the same files :class:`~memdir.memory.facade.Memory`
   hides from a shared ``memory_search`` and ``memory_get``.
 - **Daily notes** at session start: today's and yesterday's logs, :data:`DAILY_FILE_CAP` chars a
   file and :data:`DAILY_TOTAL_CAP` in all (the newest lines are kept), quoted and escaped inside
@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 
 from memdir.config.settings import MAX_RESULTS
 from memdir.errors import MemdirError
-from memdir.memory_browse import PRIVATE_FILES
+from memdir.memory.browse import PRIVATE_FILES
 from memdir.safety.untrusted import escape_untrusted, looks_like_injection
 from memdir.search.prompts import recall_query
 from memdir.workspace.layout import AGENTS_FILE, MEMORY_DIR, MEMORY_FILE, USER_FILE, Workspace
 
 if TYPE_CHECKING:
-    from memdir.memory import Memory
+    from memdir.memory.facade import Memory
 
 #: The files an agent's prompt starts with, in order.
 BOOTSTRAP_FILES = (AGENTS_FILE, USER_FILE, MEMORY_FILE)

@@ -1,4 +1,4 @@
-"""Reading through the :class:`~memdir.memory.Memory` facade: a memory file's lines under the
+"""Reading through the :class:`~memdir.memory.facade.Memory` facade: a memory file's lines under the
 path policy and the privacy scope (``memory_get``), and what a person browses in ``memdir ui``
 (the workspace's files, MEMORY.md's budget, the history of automatic writes).
 
@@ -120,7 +120,7 @@ class _Reader(Protocol):
 
 
 class BrowseMixin:
-    """``Memory``'s reading methods besides :meth:`~memdir.memory.Memory.get`."""
+    """``Memory``'s reading methods besides :meth:`~memdir.memory.facade.Memory.get`."""
 
     def _memory_path(self: _Reader, path: str) -> tuple[Path, str]:
         """Where a ``memory_get`` path points and how it is shown (the policy of

@@ -1,4 +1,4 @@
-"""The governance methods of the :class:`~memdir.memory.Memory` facade: the history of
+"""The governance methods of the :class:`~memdir.memory.facade.Memory` facade: the history of
 automatic writes (``memdir log``), ``memdir forget`` and ``memdir review``
 (docs/governance.md).
 
@@ -16,7 +16,7 @@ from memdir.clock import now
 from memdir.config.settings import Config
 from memdir.errors import MemdirError, PathNotAllowed, QueryError
 from memdir.index.sync import scan_dirty
-from memdir.memory_browse import PRIVATE_FILES
+from memdir.memory.browse import PRIVATE_FILES
 from memdir.workspace.layout import Workspace
 
 if TYPE_CHECKING:

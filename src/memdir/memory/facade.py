@@ -37,9 +37,9 @@ from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
 from memdir.index.unindexed import Unindexed, find_unindexed
 from memdir.markdown.structure import PACK_TOKENS
-from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, copy_lines, read_lines
-from memdir.memory_governance import GovernanceMixin
-from memdir.memory_lifecycle import LifecycleMixin
+from memdir.memory.browse import PRIVATE_FILES, BrowseMixin, GetResult, copy_lines, read_lines
+from memdir.memory.governance import GovernanceMixin
+from memdir.memory.lifecycle import LifecycleMixin
 from memdir.rerank import Reranker, create_reranker
 from memdir.safety.privacy import SecretGuard
 from memdir.search.across import Across, LanguageMeans
