@@ -34,6 +34,7 @@ from typing import Any
 import _common as common
 import _devws
 import _memorybank
+import _runner
 import _workspaces
 import cmrc
 import locomo
@@ -199,7 +200,7 @@ def suites(
 
 
 def collect(
-    runner: common.Runner,
+    runner: _runner.Runner,
     suite: Suite,
     *,
     k: int,

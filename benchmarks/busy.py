@@ -40,6 +40,7 @@ if str(_HERE) not in sys.path:
 
 import _common as common  # noqa: E402
 import _devws  # noqa: E402
+import _runner  # noqa: E402
 
 CORES = os.cpu_count() or 1
 VARIANTS: dict[str, dict[str, str]] = {
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             from memdir.config.settings import load_config
             from memdir.embeddings.local import LocalEmbedder
 
-            runner = common.Runner(args.cache, fresh=False, embedder_kind="local")
+            runner = _runner.Runner(args.cache, fresh=False, embedder_kind="local")
             corpus = common.Corpus("firstuse/devws", files, queries)
             embedder = LocalEmbedder()
             root, _ = runner._prepare(corpus, load_config(None), embedder)

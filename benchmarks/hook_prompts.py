@@ -35,6 +35,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import _common as common  # noqa: E402
+import _runner  # noqa: E402
 import _workspaces  # noqa: E402
 
 DATA = _HERE / "data" / "hook_prompts.json"
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     sets = json.loads(args.data.read_text(encoding="utf-8"))["sets"]
     workspaces = {ws.name: ws for ws in _workspaces.load_all()}
-    runner = common.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
+    runner = _runner.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
     bench = bench_configs.CONFIGS["default"]
     config = load_config(None, overrides=bench.overrides)
     embedder = bench_configs.make_embedder(bench, args.embedder)
