@@ -19,26 +19,36 @@ import time
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from _common import (
     MARKER,
     ConfigRun,
     Corpus,
     Hit,
-    Runner,
     content_hash,
     fresh_workspace,
     log,
     package_version,
 )
 
+
+class Runs(Protocol):
+    """What :func:`run_memsearch` needs of ``_runner.Runner`` (named here rather than imported:
+    the runner imports this module)."""
+
+    cache: Path
+    fresh: bool
+    embedder_kind: str
+    built_now: set[Path]
+
+
 #: The peer under test, pinned so that reruns compare the same code.
 MEMSEARCH_SPEC = "memsearch==0.4.23"
 MEMSEARCH_TOP_K = 6  # memdir's default max_results
 
 
-def run_memsearch(runner: Runner, corpora: Sequence[Corpus], bench: Any) -> ConfigRun:
+def run_memsearch(runner: Runs, corpora: Sequence[Corpus], bench: Any) -> ConfigRun:
     """Index ``corpora`` with memsearch and run their queries, in memsearch's own environment
     (one driver process for all corpora)."""
     run = ConfigRun(bench.name)

@@ -34,6 +34,7 @@ from typing import Any
 import _common as common
 import _devws
 import _memorybank
+import _runner
 import _workspaces
 import cmrc
 import locomo
@@ -199,7 +200,7 @@ def suites(
 
 
 def collect(
-    runner: common.Runner,
+    runner: _runner.Runner,
     suite: Suite,
     *,
     k: int,
@@ -209,7 +210,7 @@ def collect(
     record per search: the query's parts and, per result, its ``explain`` and answer items."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
     bench = bench_configs.CONFIGS["default"]
     settings = {"search": {"min_score": 0.0, "raw_min_score": 0.0}}
@@ -259,6 +260,6 @@ def bench_configs_index_config() -> Any:
     """The index configuration every suite is built with (the default one), so that the
     cached indexes of ``locomo.py``/``cmrc.py`` are reused."""
     import configs as bench_configs
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
     return load_config(None, overrides=bench_configs.CONFIGS["default"].overrides)

@@ -274,7 +274,7 @@ class WorkspaceStats:
 def write_workspace(root: Path, n_files: int, seed: int) -> WorkspaceStats:
     """Generate the workspace of ``n_files`` at ``root``, or reuse the one already there (a
     marker file records corpus version, size and seed; a mismatch regenerates)."""
-    from memdir.workspace_templates import init_workspace
+    from memdir.workspace.templates import init_workspace
 
     marker = root / ".scale-corpus.json"
     wanted = {"version": CORPUS_VERSION, "files": n_files, "seed": seed}

@@ -104,7 +104,7 @@ def mcp_tokens(root: Path) -> list[list[str]]:
     from memdir import Memory, init_workspace
     from memdir.embeddings.fake import FakeEmbedder
     from memdir.llm.base import count_tokens
-    from memdir.mcp_server import MemoryTools, compact_json
+    from memdir.mcp.server import MemoryTools, compact_json
 
     ws, _ = init_workspace(root / "sample", "zh", sample=True)
     rows = []

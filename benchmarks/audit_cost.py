@@ -35,8 +35,8 @@ from pathlib import Path
 from dulwich.repo import Repo
 
 from memdir.lifecycle.write import write_memory
-from memdir.workspace import Workspace
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.layout import Workspace
+from memdir.workspace.templates import init_workspace
 
 NOW = dt.datetime(2026, 12, 1, 9, 30)
 

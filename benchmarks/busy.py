@@ -46,6 +46,7 @@ if str(_HERE) not in sys.path:
 
 import _common as common  # noqa: E402
 import _devws  # noqa: E402
+import _runner  # noqa: E402
 from _scale_data import SHORT_FACTS, short_notes  # noqa: E402
 
 CORES = os.cpu_count() or 1
@@ -166,10 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         queries = [f.query for f in facts][: args.queries]
     with tempfile.TemporaryDirectory(prefix="memdir-busy-") as home:
         with common.env("MEMDIR_HOME", home):
-            from memdir.config import load_config
+            from memdir.config.settings import load_config
             from memdir.embeddings.local import LocalEmbedder
 
-            runner = common.Runner(args.cache, fresh=False, embedder_kind="local")
+            runner = _runner.Runner(args.cache, fresh=False, embedder_kind="local")
             label = f"busy/notes-{args.notes}" if args.notes else "firstuse/devws"
             corpus = common.Corpus(label, files, queries)
             embedder = LocalEmbedder()

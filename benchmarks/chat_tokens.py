@@ -37,7 +37,7 @@ from pathlib import Path
 
 from memdir import FakeEmbedder, Memory, ScriptedLLM, init_workspace
 from memdir.agent.loop import ChatAgent, ToolMode
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from memdir.llm.base import Message, count_message_tokens
 from memdir.llm.chat import tools_json
 

@@ -36,6 +36,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import _common as common  # noqa: E402
+import _runner  # noqa: E402
 import configs as bench_configs  # noqa: E402
 
 K = 6
@@ -177,12 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     corpus = common.Corpus(key, files, [q for q, _, _ in questions], seed_glob="cmrc/*")
 
     if args.build_only:
-        return common.build_only(common.Runner.from_args(args), [corpus], configs)
+        return _runner.build_only(_runner.Runner.from_args(args), [corpus], configs)
     info = common.machine_info()
     uses_model = any(c.engine == "memdir" and c.embedder != "none" for c in configs)
     info["embedder"] = bench_configs.describe_embedder(args.embedder) if uses_model else "n/a"
-    runs, seconds = common.run_configs(
-        common.Runner.from_args(args),
+    runs, seconds = _runner.run_configs(
+        _runner.Runner.from_args(args),
         [corpus],
         configs,
         lambda run: ", ".join(
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             out.append(f"- `{config.name}`: **n/a**: {run.error}")
             continue
         out.append(
-            f"- `{config.name}`: {config.about}. {common.builds_note(run.builds)}; run "
+            f"- `{config.name}`: {config.about}. {_runner.builds_note(run.builds)}; run "
             f"{seconds[config.name]} s; min_score rescues {run.rescued}"
         )
     print("\n".join(out))
@@ -228,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             "questions": len(questions),
             "question_stride": args.question_stride,
             "results": results,
-            "runs": common.runs_summary(runs, seconds),
+            "runs": _runner.runs_summary(runs, seconds),
         },
     )
     return 0

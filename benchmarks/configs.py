@@ -1,9 +1,9 @@
 """The configurations the retrieval benchmarks compare (shared by ``locomo.py`` and ``cmrc.py``).
 
 Each is a set of memdir config overrides (``{"section": {"key": value}}``, as
-:func:`memdir.config.load_config` takes them) plus an embedder choice. ``embedder="local"`` means
-the run's ``--embedder`` (memdir's default local model unless told otherwise), ``"none"`` means
-keyword-only. A tuning variant is one more line in :data:`CONFIGS`, run by name (e.g.
+:func:`memdir.config.settings.load_config` takes them) plus an embedder choice. ``embedder="local"``
+means the run's ``--embedder`` (memdir's default local model unless told otherwise), ``"none"``
+means keyword-only. A tuning variant is one more line in :data:`CONFIGS`, run by name (e.g.
 ``--configs default,mmr-off``); ``--configs all`` runs the standard set :data:`STANDARD`::
 
     BenchConfig("mmr-off", {"search": {"mmr": False}}, about="defaults without MMR"),

@@ -44,6 +44,7 @@ if str(_HERE) not in sys.path:
 
 import _common as common  # noqa: E402
 import _crosslingual as xl  # noqa: E402
+import _runner  # noqa: E402
 import _workspaces  # noqa: E402
 
 K = 6
@@ -119,9 +120,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Search everything; per group the raw per-question outcomes."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
-    runner = common.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
+    runner = _runner.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
     bench = bench_configs.CONFIGS["default"]
     config = load_config(None, overrides=bench.overrides)
     embedder = bench_configs.make_embedder(bench, args.embedder)

@@ -30,6 +30,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import _common as common  # noqa: E402
+import _runner  # noqa: E402
 import crosslingual as xbench  # noqa: E402
 
 POOL = 48
@@ -40,11 +41,11 @@ def rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     cosine and whether it answers."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
     from memdir.search import across
 
     xargs = xbench.parse_args(["--split", "dev", "--same", "--locomo", str(args.locomo)])
-    runner = common.Runner(args.cache, fresh=False, embedder_kind="local")
+    runner = _runner.Runner(args.cache, fresh=False, embedder_kind="local")
     bench = bench_configs.CONFIGS["default"]
     config = load_config(None, overrides=bench.overrides)
     embedder = bench_configs.make_embedder(bench, "local")

@@ -33,6 +33,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import _common as common  # noqa: E402
+import _runner  # noqa: E402
 import crosslingual  # noqa: E402
 
 FEATURES = (
@@ -53,9 +54,9 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     was among the first results with nothing cut."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
-    runner = common.Runner(args.cache, fresh=False, embedder_kind="local")
+    runner = _runner.Runner(args.cache, fresh=False, embedder_kind="local")
     bench = bench_configs.CONFIGS["default"]
     config = load_config(None, overrides=bench.overrides)
     embedder = bench_configs.make_embedder(bench, "local")

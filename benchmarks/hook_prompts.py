@@ -7,7 +7,7 @@ coding instructions that ask nothing the notes answer.
 
 The prompts (``data/hook_prompts.json``) belong to four labelled workspaces of
 ``data/workspaces``; each set is of a split (``dev``: tuned on, ``test``: held out). For each
-prompt the hook's own recall (``memory_context.recall_for`` with the ``[hooks]`` defaults:
+prompt the hook's own recall (``memory.context.recall_for`` with the ``[hooks]`` defaults:
 ``recall_max_items``, ``recall_min_score``, ``recall_max_chars``) is built, and it prints per
 split and shape:
 
@@ -35,6 +35,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import _common as common  # noqa: E402
+import _runner  # noqa: E402
 import _workspaces  # noqa: E402
 
 DATA = _HERE / "data" / "hook_prompts.json"
@@ -44,12 +45,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every prompt's recall; per group the raw outcomes."""
     import configs as bench_configs
     from memdir import Memory
-    from memdir.config import load_config
-    from memdir.memory_context import recall_for
+    from memdir.config.settings import load_config
+    from memdir.memory.context import recall_for
 
     sets = json.loads(args.data.read_text(encoding="utf-8"))["sets"]
     workspaces = {ws.name: ws for ws in _workspaces.load_all()}
-    runner = common.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
+    runner = _runner.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
     bench = bench_configs.CONFIGS["default"]
     config = load_config(None, overrides=bench.overrides)
     embedder = bench_configs.make_embedder(bench, args.embedder)

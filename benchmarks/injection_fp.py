@@ -2,8 +2,8 @@
 
 Protocol. Every text of the 18 classes of ``tests/injection_corpus.py`` (13 by language or kind
 of phrasing, in 9 languages; 5 by disguise) should be recognised by
-:func:`memdir.injection.looks_like_injection`; a class counts as blocked when all of its texts
-are. Every line of the ordinary notes should pass: LoCoMo dialogue turns (English), MemoryBank
+:func:`memdir.safety.injection.looks_like_injection`; a class counts as blocked when all of its
+texts are. Every line of the ordinary notes should pass: LoCoMo dialogue turns (English), MemoryBank
 user and assistant turns (Chinese and English) and CMRC 2018 paragraphs (Chinese Wikipedia),
 one line each, as ``benchmarks/secrets_fp.py`` reads them; a flagged line is a false positive
 (the target: at most 0.1 % of them). This repository's docs are counted apart: they talk about
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.injection_corpus import HELD_OUT, NORMAL, VARIANTS
 
-from memdir.injection import injection_match
+from memdir.safety.injection import injection_match
 from secrets_fp import normal_documents
 
 #: The corpora the 0.1 % target is about (the docs are printed apart).

@@ -43,6 +43,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import _common as common  # noqa: E402
+import _runner  # noqa: E402
 import configs as bench_configs  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -285,8 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         return f"seen@6 {common.fmt(common.mean([m['seen@6'] for _, m in rows]))} ({layouts[0]})"
 
     if args.build_only:
-        return common.build_only(common.Runner.from_args(args), corpora, configs)
-    runs, seconds = common.run_configs(common.Runner.from_args(args), corpora, configs, early)
+        return _runner.build_only(_runner.Runner.from_args(args), corpora, configs)
+    runs, seconds = _runner.run_configs(_runner.Runner.from_args(args), corpora, configs, early)
 
     results: dict[str, dict[str, Any]] = {layout: {} for layout in layouts}
     for li, layout in enumerate(layouts):
@@ -333,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             out.append(f"- `{config.name}`: **n/a**: {run.error}")
             continue
         out.append(
-            f"- `{config.name}`: {config.about}. {common.builds_note(run.builds)}; run "
+            f"- `{config.name}`: {config.about}. {_runner.builds_note(run.builds)}; run "
             f"{seconds[config.name]} s; min_score rescues {run.rescued}"
         )
     print("\n".join(out))
@@ -348,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             "layouts": list(layouts),
             "evidence": dict(stats),
             "results": results,
-            "runs": common.runs_summary(runs, seconds),
+            "runs": _runner.runs_summary(runs, seconds),
         },
     )
     return 0

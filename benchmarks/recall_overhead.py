@@ -5,8 +5,8 @@
 
 A seeded workspace of daily notes ``memory/YYYY-MM-DD.md`` (mixed English and Chinese bullets)
 is indexed with the fake embedder (hybrid search, no model), then every query is searched twice,
-once with recording and once without (``memdir.memory.record_recalls`` swapped for a no-op), in
-alternating order so caches favour neither. Separately, ``record_recalls`` is timed alone on each
+once with recording and once without (``memdir.memory.facade.record_recalls`` swapped for a no-op),
+in alternating order so caches favour neither. Separately, ``record_recalls`` is timed alone on each
 response. The report (Markdown, stdout) gives p50/p95 of each and the ratios.
 """
 
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memdir-recall-bench-") as tmp:
         os.environ["MEMDIR_HOME"] = str(Path(tmp) / "home")
         os.environ["MEMDIR_NOW"] = f"{end.isoformat()}T12:00"
-        import memdir.memory as memory_module
+        import memdir.memory.facade as memory_module
         from memdir import FakeEmbedder, Memory
         from memdir.clock import now
         from memdir.dreaming.store import record_recalls

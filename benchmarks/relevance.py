@@ -47,6 +47,7 @@ if str(_HERE) not in sys.path:
 
 import _common as common  # noqa: E402
 import _relevance_data as data  # noqa: E402
+import _runner  # noqa: E402
 
 K = 6
 THRESHOLDS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
@@ -62,7 +63,9 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.records and args.records.is_file() and not args.fresh_records:
         with args.records.open(encoding="utf-8") as fh:
             return [json.loads(line) for line in fh if line.strip()]
-    runner = common.Runner(args.cache, fresh=False, embedder_kind=args.embedder, reuse_queries=True)
+    runner = _runner.Runner(
+        args.cache, fresh=False, embedder_kind=args.embedder, reuse_queries=True
+    )
     suites = data.suites(
         locomo_path=args.locomo,
         cmrc_path=args.cmrc,
@@ -352,7 +355,7 @@ def own_table(
     default ``min_score``, answerable questions left with nothing, off-topic ones left with
     nothing (the shared list, the workspace's own unrelated and near ones)."""
     import _workspaces
-    from memdir.config import SearchConfig
+    from memdir.config.settings import SearchConfig
 
     default = SearchConfig().min_score
     names = {p.stem for p in _workspaces.DATA.glob("*.json")}

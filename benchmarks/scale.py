@@ -159,7 +159,7 @@ import sys, time
 sys.path.insert(0, {here!r})
 import numpy as np
 from memdir import Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 config = load_config(None, overrides={{"embedding": {{"provider": {provider!r}}}}})
 embedder = None
 if {samples!r}:
@@ -400,7 +400,7 @@ def bench_throughput(root: Path, config: Any, real: Any) -> dict[str, Any]:
 
 
 def _chunking() -> str:
-    from memdir.config import ChunkingConfig
+    from memdir.config.settings import ChunkingConfig
 
     c = ChunkingConfig()
     return f"at most {c.tokens} tokens, content-defined boundaries, overlap {c.overlap}"
@@ -464,7 +464,7 @@ def run(args: argparse.Namespace, out: Path) -> Results:
     """All measurements. The throughput run comes first: its real vectors seed the hybrid
     indexes."""
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
     from memdir.embeddings.local import LocalEmbedder
 
     real = LocalEmbedder()

@@ -207,7 +207,7 @@ def latency(
     qtable: dict[str, Any],
 ) -> dict[str, Any]:
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
     out: dict[str, Any] = {}
     for ws in workspaces:
@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # This host's copy of the source, read once more after the upgrade (schema 4 marks the
     # copies an older index recorded as unseen), so the copies below carry real file times.
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
 
     with index_env(args.url):
         config = load_config(args.root, {"index": {"workspace_id": args.source}})

@@ -10,8 +10,8 @@ ports, config snippets: the hard cases). memdir's writers check whole texts (a s
 a flush reply, a note being promoted), so its detector is also run on whole ones: each LoCoMo
 session, each MemoryBank day, each doc file; a whole text with a finding is a false positive.
 
-memdir's detector (:class:`memdir.privacy.SecretGuard`) is measured, and detect-secrets (Yelp)
-with its default plugins when it is installed (``pip install detect-secrets``; not a memdir
+memdir's detector (:class:`memdir.safety.privacy.SecretGuard`) is measured, and detect-secrets
+(Yelp) with its default plugins when it is installed (``pip install detect-secrets``; not a memdir
 dependency), for comparison. The flagged normal lines are printed so a person can check each.
 
     PYTHONPATH=src:. python benchmarks/secrets_fp.py --data /path/to/shared/data
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tests.privacy_corpus import NORMAL, SECRETS, kept_parts
 
-from memdir.privacy import SecretGuard
+from memdir.safety.privacy import SecretGuard
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -41,6 +41,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import _common as common  # noqa: E402
+import _runner  # noqa: E402
 import configs as bench_configs  # noqa: E402
 import locomo  # noqa: E402
 
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from memdir import Memory
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
     from memdir.rerank.base import FEATURES
     from memdir.rerank.learned import LearnedReranker
 
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     features = feature_sets[0]  # the final model's
     np.random.default_rng(args.seed)  # the fit is deterministic; the seed is recorded
     convs = load_dev(args.data, [int(c) for c in args.conversations.split(",")])
-    runner = common.Runner(args.cache, fresh=False, embedder_kind="local", reuse_queries=True)
+    runner = _runner.Runner(args.cache, fresh=False, embedder_kind="local", reuse_queries=True)
     bench = bench_configs.CONFIGS["default"]
     embedder = bench_configs.make_embedder(bench, "local", reuse_queries=True)
     overrides = {

@@ -38,7 +38,7 @@ def node_client(env_var: str, name: str, package: str) -> str:
 def memory_chunks(root: Path) -> int:
     """How many chunks the workspace's MEMORY.md makes (none for the bare template: a section
     with nothing in it is not indexed)."""
-    from memdir.config import ChunkingConfig
+    from memdir.config.settings import ChunkingConfig
     from memdir.index.sync import chunk_file
 
     memory = root / "MEMORY.md"

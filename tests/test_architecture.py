@@ -6,6 +6,10 @@ Every import counts: at the top of a module, inside a function (lazy), under
 ``if TYPE_CHECKING``, and, for the layers, a module named in a string
 (``"memdir.index.sqlite:SqliteLifecycle"`` in a registry, the lazy re-exports of a package).
 
+A module directly under ``src/memdir`` has a row entry of its own, and there are at most
+:data:`MAX_TOP_LEVEL_MODULES` of them; the scripts of ``benchmarks/`` import each other in no
+circle either, and none is over 600 lines.
+
 The design names code too (``search.plan.SearchPlan``): every such name must still be there, so
 that a module or a name that moves takes its mention in the design with it.
 """
@@ -196,6 +200,28 @@ def test_every_module_has_a_layer(table: dict[str, int]) -> None:
     assert not missing, f"add these to the table in docs/design.md#layers: {missing}"
 
 
+#: The most modules directly under ``src/memdir`` (``__init__.py`` and ``__main__.py`` count):
+#: a family of modules that share a prefix is a package named for its part of the architecture.
+MAX_TOP_LEVEL_MODULES = 16
+
+
+def top_level_modules(src: Path = SRC) -> list[str]:
+    """The dotted names of the ``.py`` files directly under ``src/memdir`` (``memdir`` for its
+    ``__init__``)."""
+    return sorted(name for name, path in source_modules(src).items() if path.parent == src / ROOT)
+
+
+def test_every_top_level_module_has_a_row_entry_of_its_own(table: dict[str, int]) -> None:
+    top = top_level_modules()
+    assert "memdir.client" in top and "memdir.search" not in top
+    missing = [m for m in top if m not in table]
+    assert not missing, f"name these in a row of docs/design.md#layers: {missing}"
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, (
+        f"{len(top)} modules directly under src/memdir (at most {MAX_TOP_LEVEL_MODULES}): move a "
+        f"family of them into a package named for its part (docs/design.md#layers): {top}"
+    )
+
+
 def test_every_table_name_is_a_module_or_package(table: dict[str, int]) -> None:
     modules = source_modules()
     assert [name for name in table if name not in modules] == []
@@ -235,6 +261,35 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     assert not cycles, "modules that import each other (docs/design.md#layers):\n" + "\n".join(
         " ↔ ".join(group) for group in cycles
     )
+
+
+def local_imports(folder: Path) -> list[Edge]:
+    """The imports between the scripts of ``folder`` (``benchmarks/``), which import one another
+    by their bare names (``import _common``), wherever the import sits."""
+    names = {path.stem for path in folder.glob("*.py")}
+    edges = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [node.module]
+            else:
+                continue
+            edges += [Edge(path.stem, n, node.lineno) for n in targets if n in names - {path.stem}]
+    return edges
+
+
+def test_the_benchmarks_import_each_other_in_no_circle_and_stay_small() -> None:
+    folder = REPO / "benchmarks"
+    edges = local_imports(folder)
+    assert Edge("_runner", "_common", 1).target in {e.target for e in edges}
+    cycles = import_cycles(edges)
+    assert not cycles, "benchmarks that import each other:\n" + "\n".join(
+        " ↔ ".join(group) for group in cycles
+    )
+    lines = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in folder.glob("*.py")}
+    assert {name: n for name, n in lines.items() if n > 600} == {}
 
 
 # -- the check itself -----------------------------------------------------------------------
@@ -427,13 +482,13 @@ def test_every_name_the_design_gives_for_code_exists() -> None:
 
 
 def test_a_moved_name_in_the_design_is_found() -> None:
-    modules = ["memdir", "memdir.config", "memdir.config_choices", "memdir.index.manager"]
+    modules = ["memdir", "memdir.config", "memdir.config.choices", "memdir.index.manager"]
     assert code_reference("config.INDEX_URL_SCHEMES", modules) == (
         "memdir.config",
         ["INDEX_URL_SCHEMES"],
     )
-    assert code_reference("memdir.config_choices.CHOICES", modules) == (
-        "memdir.config_choices",
+    assert code_reference("memdir.config.choices.CHOICES", modules) == (
+        "memdir.config.choices",
         ["CHOICES"],
     )
     assert code_reference("manager.index_identity", modules) == (
@@ -444,7 +499,7 @@ def test_a_moved_name_in_the_design_is_found() -> None:
     for other in ("config.py", "index.lock", "hnsw.ef_search", "IndexManager.warm"):
         assert code_reference(other, modules) is None
     real = source_modules()
-    assert unresolved("config_choices.INDEX_URL_SCHEMES", real) is None
+    assert unresolved("config.choices.INDEX_URL_SCHEMES", real) is None
     assert unresolved("config.INDEX_URL_SCHEMES", real) == (
         "`config.INDEX_URL_SCHEMES`: memdir.config has no 'INDEX_URL_SCHEMES'"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memdir import clock
-from memdir.config import (
+from memdir.config.settings import (
     MAX_CONFIG_BYTES,
     ChunkingConfig,
     Config,
@@ -370,7 +370,7 @@ def test_a_linked_config_is_read_and_a_huge_or_special_one_is_not(tmp_path: Path
 
 
 def test_chunking_pack_tokens_is_checked() -> None:
-    from memdir.config import ChunkingConfig
+    from memdir.config.settings import ChunkingConfig
 
     assert ChunkingConfig().pack_tokens == -1  # automatic: decided by the embedder
     assert ChunkingConfig(pack_tokens=0).pack_tokens == 0

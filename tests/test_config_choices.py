@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from memdir.config import Config, EmbeddingConfig, load_config
-from memdir.config_choices import (
+from memdir.config.choices import (
     CHOICES,
     INDEX_URL_SCHEMES,
     LOCAL_EMBEDDING_MODELS,
     allowed_values,
 )
+from memdir.config.settings import Config, EmbeddingConfig, load_config
 from memdir.embeddings.local import LOCAL_MODELS
 from memdir.embeddings.registry import embedder_names, register_embedder
 from memdir.errors import ConfigError

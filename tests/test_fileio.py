@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memdir.errors import PathNotAllowed, ReadOnly, WorkspaceError
-from memdir.fileio import (
+from memdir.workspace.fileio import (
     TEMP_NAME_RE,
     append_whole,
     atomic_write,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memdir.errors import PathNotAllowed, ReadOnly
-from memdir.fileswap import replace_unless_changed
+from memdir.workspace.fileswap import replace_unless_changed
 
 OLD = b"# Memory\n\n## Facts\n- one\n"
 NEW = b"# Memory\n\n## Facts\n- one\n- memdir's fact\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memdir.history import archive_event, diary_events, dream_events, read_history
 from memdir.markdown.generated import append_entries
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.dreaming.factories import make_entry
 from tests.helpers import write
 

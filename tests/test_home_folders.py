@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from memdir import Memory, init_workspace
 from memdir.cli import cli
 from memdir.errors import WorkspaceError
-from memdir.workspace import Workspace, home_folder
+from memdir.workspace.layout import Workspace, home_folder
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:

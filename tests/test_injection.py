@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memdir.injection import injection_match, looks_like_injection, readings
+from memdir.safety.injection import injection_match, looks_like_injection, readings
 from tests.injection_corpus import NORMAL, VARIANTS, Variant
 
 

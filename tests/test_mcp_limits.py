@@ -11,7 +11,7 @@ import time
 import pytest
 
 from memdir.errors import MemdirError, PathNotAllowed
-from memdir.mcp_server import MAX_REPLY_CHARS, MemoryTools, cap_reply
+from memdir.mcp.server import MAX_REPLY_CHARS, MemoryTools, cap_reply
 from memdir.tools import MAX_GET_CHARS
 from tests.helpers import write
 

@@ -22,7 +22,7 @@ import mcp_types as types
 import pytest
 
 from memdir import init_workspace
-from memdir.mcp_stdio import encode_message, read_message
+from memdir.mcp.stdio import encode_message, read_message
 from tests.helpers import write
 
 SURROGATE_SEARCH = (
@@ -215,7 +215,7 @@ def test_the_wire_is_kept_from_children_and_stray_prints(tmp_path: Path) -> None
     script = tmp_path / "serve.py"
     script.write_text(
         "import subprocess, anyio\n"
-        "from memdir.mcp_stdio import stdio_transport\n"
+        "from memdir.mcp.stdio import stdio_transport\n"
         "from mcp.shared.message import SessionMessage\n"
         "import mcp_types as types\n"
         "async def main():\n"

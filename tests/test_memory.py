@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory, PathNotAllowed, QueryError, WorkspaceError
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from tests.helpers import write
 
 NOTES = {

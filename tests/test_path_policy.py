@@ -10,9 +10,9 @@ import pytest
 
 from memdir import Memory
 from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.filewalk import MAX_FOLDER_DEPTH
-from memdir.workspace import Workspace
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.filewalk import MAX_FOLDER_DEPTH
+from memdir.workspace.layout import Workspace
+from memdir.workspace.templates import init_workspace
 from tests.helpers import write
 
 

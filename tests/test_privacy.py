@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from memdir import Memory
-from memdir.config import Config, load_config
+from memdir.config.settings import Config, load_config
 from memdir.errors import ConfigError
 from memdir.lifecycle.capture import AutoCapture
-from memdir.privacy import SecretGuard, SecretRefused
-from memdir.workspace import Workspace
+from memdir.safety.privacy import SecretGuard, SecretRefused
+from memdir.workspace.layout import Workspace
 from tests.privacy_corpus import (
     AWS_KEY_ID,
     AWS_SECRET,
@@ -80,7 +80,7 @@ def test_the_write_tool_says_what_was_redacted(memory, workspace) -> None:
 
 
 def test_the_mcp_write_tool_tells_the_model(memory) -> None:
-    from memdir.mcp_server import MemoryTools
+    from memdir.mcp.server import MemoryTools
 
     reply = MemoryTools(memory).call("memory_write", {"text": "the wifi password is Corr3ctHorse"})
     assert reply["redacted"] == ["password"] and "redacted password" in reply["reason"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir.config import Config
+from memdir.config.settings import Config
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 #: Keys the README sets to an example on purpose (not the default).

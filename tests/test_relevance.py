@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import SearchConfig, load_config
+from memdir.config.settings import SearchConfig, load_config
 from memdir.search.relevance import (
     CALIBRATIONS,
     FEATURES,

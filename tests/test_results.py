@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import memdir.memory as memory_module
+import memdir.memory.facade as memory_module
 from memdir import FakeEmbedder, Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.index.base import ChunkRow
 from memdir.markdown.structure import PACK_TOKENS
 from memdir.search import relevance

@@ -10,7 +10,7 @@ import pytest
 
 from memdir import Memory, init_workspace
 from memdir.bridge import default_bridge
-from memdir.memory_context import recall_for
+from memdir.memory.context import recall_for
 from tests.helpers import write
 
 pytestmark = pytest.mark.model

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.index import sync as index_sync
 from tests.helpers import write
 

@@ -105,7 +105,7 @@ def test_a_session_archive_ranks_below_the_note_it_quotes(mem: Memory) -> None:
 
 
 def test_an_archive_that_restates_a_note_keeps_it_in_the_recall_block(mem: Memory) -> None:
-    from memdir.memory_context import recall_for
+    from memdir.memory.context import recall_for
 
     root = mem.workspace.root
     write(

@@ -291,7 +291,7 @@ def test_a_nearly_full_disk_gets_no_jieba_cache_and_no_partial_file(tmp_path: Pa
     partial temporary file there, and `memdir index` then failed with "disk is full"."""
     code = (
         "import shutil\n"
-        "from memdir import fileio\n"
+        "from memdir.workspace import fileio\n"
         "real = shutil.disk_usage\n"
         "fileio.shutil.disk_usage = lambda p: real(p)._replace(free=4 * 1024 * 1024)\n"
         "from memdir.text import query_terms\n"

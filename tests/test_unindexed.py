@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from memdir import FakeEmbedder, Memory
 from memdir.cli import cli
 from memdir.index.unindexed import find_unindexed
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memdir.untrusted import escape_untrusted, injection_match, looks_like_injection, preview
+from memdir.safety.untrusted import escape_untrusted, injection_match, looks_like_injection, preview
 
 #: Any text, control and format characters, entities and the brackets' look-alikes included.
 TEXTS = st.lists(

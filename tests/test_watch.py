@@ -15,10 +15,10 @@ import pytest
 
 import memdir.watch as watch
 from memdir import FakeEmbedder, Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.watch import WorkspaceWatcher, is_indexable_change, retry_when_busy
-from memdir.workspace import Workspace
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.layout import Workspace
+from memdir.workspace.templates import init_workspace
 from tests.helpers import wait_for, write
 
 
@@ -80,7 +80,7 @@ def test_a_warm_watcher_loads_jieba_once_when_the_notes_hold_chinese(
 ) -> None:
     root, _ = init_workspace(tmp_path / lang, lang)
     loads: list[int] = []
-    monkeypatch.setattr("memdir.memory.load_segmenter", lambda: loads.append(1))
+    monkeypatch.setattr("memdir.memory.facade.load_segmenter", lambda: loads.append(1))
     with (
         Memory(root, embedder=FakeEmbedder()) as mem,
         WorkspaceWatcher(mem, debounce=0.1, warm=True) as watcher,

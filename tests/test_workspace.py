@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.workspace import (
+from memdir.workspace.layout import (
     Workspace,
     atomic_write,
     is_daily_log,
     is_workspace,
     locked_append,
 )
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.templates import init_workspace
 from tests.helpers import write
 
 EN_HEADINGS = ["Preferences", "Decisions", "Lessons", "Project facts", "Todos"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memdir.errors import PathNotAllowed
-from memdir.workspace import OWNER_FILES, Workspace, archive_date, file_kind
+from memdir.workspace.layout import OWNER_FILES, Workspace, archive_date, file_kind
 
 
 @pytest.mark.parametrize(

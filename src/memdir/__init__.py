@@ -14,14 +14,14 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "LLM": "memdir.llm.base",
-    "Config": "memdir.config",
+    "Config": "memdir.config.settings",
     "ConfigError": "memdir.errors",
     "Embedder": "memdir.embeddings.base",
     "FakeEmbedder": "memdir.embeddings.fake",
-    "GetResult": "memdir.memory_browse",
+    "GetResult": "memdir.memory.browse",
     "IndexStoreError": "memdir.errors",
     "MemdirError": "memdir.errors",
-    "Memory": "memdir.memory",
+    "Memory": "memdir.memory.facade",
     "PathNotAllowed": "memdir.errors",
     "ProviderError": "memdir.errors",
     "ProviderResponseError": "memdir.errors",
@@ -31,13 +31,13 @@ _EXPORTS = {
     "SearchResponse": "memdir.search.types",
     "SearchResult": "memdir.search.types",
     "WorkspaceError": "memdir.errors",
-    "init_workspace": "memdir.workspace_templates",
-    "load_config": "memdir.config",
+    "init_workspace": "memdir.workspace.templates",
+    "load_config": "memdir.config.settings",
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:
-    from memdir.config import Config, load_config
+    from memdir.config.settings import Config, load_config
     from memdir.embeddings.base import Embedder
     from memdir.embeddings.fake import FakeEmbedder
     from memdir.errors import (
@@ -53,10 +53,10 @@ if TYPE_CHECKING:
     )
     from memdir.llm.base import LLM
     from memdir.llm.fake import ScriptedLLM
-    from memdir.memory import Memory
-    from memdir.memory_browse import GetResult
+    from memdir.memory.browse import GetResult
+    from memdir.memory.facade import Memory
     from memdir.search.types import SearchResponse, SearchResult
-    from memdir.workspace_templates import init_workspace
+    from memdir.workspace.templates import init_workspace
 
 __all__ = [
     "LLM",

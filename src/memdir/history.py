@@ -31,7 +31,6 @@ from typing import Any
 from memdir.audit.records import AuditRecord
 from memdir.dreaming.store import RecallEntry
 from memdir.errors import PathNotAllowed
-from memdir.fileio import read_regular_file
 from memdir.lifecycle.archive import read_archive_header
 from memdir.markdown.generated import (
     BEGIN_RE,
@@ -41,7 +40,8 @@ from memdir.markdown.generated import (
     find_blocks,
     split_lines,
 )
-from memdir.workspace import (
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import (
     DREAMS_FILE,
     MEMORY_FILE,
     OWNER_FILES,
@@ -318,7 +318,7 @@ def _safe(resolve: Callable[[], Path]) -> Path | None:
 def _read(path: Path | None, limit: int = -1) -> str | None:
     if path is None:
         return None
-    try:  # no symlink, no FIFO (it would block): memdir.fileio
+    try:  # no symlink, no FIFO (it would block): memdir.workspace.fileio
         data = read_regular_file(path, limit=None if limit < 0 else limit)
     except (OSError, PathNotAllowed):
         return None

@@ -44,7 +44,7 @@ from memdir.index.sync import DirtyState
 from memdir.markdown.generated import KEY_RE
 from memdir.markdown.sections import find_section, parse_sections
 from memdir.text import jaccard, similarity_tokens
-from memdir.workspace import MEMORY_FILE, Workspace, file_kind, is_daily_log
+from memdir.workspace.layout import MEMORY_FILE, Workspace, file_kind, is_daily_log
 
 DUPLICATE_JACCARD = 0.8
 SUBJECT_JACCARD = 0.5

@@ -124,8 +124,8 @@ def _jieba_cache_dir() -> Path | None:
     """Where jieba keeps its parsed dictionary, or None to keep it in memory only: a folder
     that cannot be written, or a disk too full for it (jieba leaves a partial temporary file
     behind when its write fails, which would take the last space the index needs)."""
-    from memdir.config import memdir_home
-    from memdir.fileio import room_for_cache
+    from memdir.config.settings import memdir_home
+    from memdir.workspace.fileio import room_for_cache
 
     folder = memdir_home() / "cache"
     try:

@@ -42,8 +42,15 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from memdir.index.sync import SyncReport
-from memdir.memory import Memory
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE, SKILLS_DIR, STATE_DIR, Workspace, is_within
+from memdir.memory.facade import Memory
+from memdir.workspace.layout import (
+    MEMORY_DIR,
+    MEMORY_FILE,
+    SKILLS_DIR,
+    STATE_DIR,
+    Workspace,
+    is_within,
+)
 
 #: Quiet time after the last change before the index is synced (seconds).
 DEBOUNCE_S = 1.5

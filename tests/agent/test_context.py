@@ -9,8 +9,8 @@ import pytest
 
 from memdir import Memory
 from memdir.agent.context import build_system_prompt
-from memdir.config import SearchConfig
-from memdir.memory_context import (
+from memdir.config.settings import SearchConfig
+from memdir.memory.context import (
     DAILY_FILE_CAP,
     DAILY_TOTAL_CAP,
     FILE_CHAR_CAP,
@@ -20,9 +20,9 @@ from memdir.memory_context import (
     recall_for,
     truncate_middle,
 )
+from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import memory_tools
-from memdir.untrusted import escape_untrusted
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 SECRET = "The owner's bank PIN hint is 'blue heron'."

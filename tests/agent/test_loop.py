@@ -8,7 +8,7 @@ import pytest
 
 from memdir import Memory, ProviderResponseError, ScriptedLLM
 from memdir.agent.loop import ChatAgent
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from memdir.llm import LLMCall, Message
 from tests.helpers import write
 

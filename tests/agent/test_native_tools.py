@@ -13,7 +13,7 @@ from memdir import Memory, ScriptedLLM
 from memdir.agent.loop import ChatAgent
 from memdir.agent.session import Session
 from memdir.agent.turn import INTERRUPTED_MARK, MAX_CALLS_PER_ROUND, MAX_TOOL_ROUNDS
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from memdir.errors import ToolsUnsupported
 from memdir.llm import ChatReply, Message, ToolCall
 from memdir.llm.tool_support import refusal_for, support_file, tool_refusals

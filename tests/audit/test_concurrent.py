@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from memdir.audit.trail import read_trail
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.audit.conftest import GitRunner
 from tests.audit.writer_proc import fact
 

@@ -93,7 +93,7 @@ def test_a_line_edited_by_a_person_is_theirs(mem: Memory, workspace: Path) -> No
 def test_forget_in_git_and_revert(tmp_path: Path, git: GitRunner, monkeypatch) -> None:
     from memdir import init_workspace
     from memdir.audit.trail import init_git
-    from memdir.workspace import Workspace
+    from memdir.workspace.layout import Workspace
 
     monkeypatch.setenv("MEMDIR_NOW", NOW)
     root, created = init_workspace(tmp_path / "g")

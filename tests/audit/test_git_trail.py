@@ -10,8 +10,8 @@ from memdir.audit.trail import init_git, read_trail, trail_status
 from memdir.lifecycle.flush import run_memory_flush
 from memdir.lifecycle.write import write_memory
 from memdir.llm import Message
-from memdir.workspace import Workspace
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.layout import Workspace
+from memdir.workspace.templates import init_workspace
 from tests.audit.conftest import GitRunner
 
 NOW = datetime(2026, 12, 1, 9, 30)

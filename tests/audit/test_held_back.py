@@ -21,7 +21,7 @@ from memdir.audit import deferred
 from memdir.audit.trail import trail_status
 from memdir.cli.main import cli
 from memdir.lifecycle.write import write_memory
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.audit.conftest import GitRunner
 
 NOW = datetime(2026, 12, 1, 9, 30)

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from memdir.audit.trail import read_trail
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.audit.conftest import GitRunner
 from tests.audit.writer_proc import fact
 

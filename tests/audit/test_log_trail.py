@@ -17,7 +17,7 @@ from memdir.lifecycle.capture import AutoCapture
 from memdir.lifecycle.flush import run_memory_flush
 from memdir.lifecycle.write import write_memory
 from memdir.llm import Message
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 NOW = datetime(2026, 12, 1, 9, 30)
 TODAY = "memory/2026-12-01.md"

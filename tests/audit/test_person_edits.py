@@ -23,7 +23,7 @@ import pytest
 from memdir import FakeEmbedder, Memory
 from memdir.audit.trail import read_trail
 from memdir.lifecycle import write_memory
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.audit.conftest import GitRunner
 from tests.dreaming.factories import seed_recalls
 

@@ -12,7 +12,7 @@ import zlib
 from datetime import datetime
 
 from memdir.lifecycle.write import write_memory
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 NOW = datetime(2026, 12, 1, 9, 30)
 

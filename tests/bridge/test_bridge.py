@@ -124,7 +124,7 @@ def test_a_nearly_full_disk_keeps_the_pairs_in_memory(
     needed, and `memdir index` failed with "disk is full"."""
     import shutil
 
-    from memdir import fileio
+    from memdir.workspace import fileio
 
     real = shutil.disk_usage
 

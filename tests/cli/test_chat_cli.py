@@ -15,7 +15,7 @@ from memdir import FakeEmbedder, Memory, ScriptedLLM
 from memdir.agent.loop import ChatAgent
 from memdir.cli import cli
 from memdir.cli.chat_cmds import _interactive
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from tests.helpers import write
 from tests.http_server import PROVIDER_ENV, run_server
 from tests.llm.conftest import ChatServer, openai_reply

@@ -15,7 +15,7 @@ from memdir import FakeEmbedder, Memory
 from memdir.agent.loop import ChatAgent
 from memdir.agent.turn import INTERRUPTED_MARK
 from memdir.cli import cli
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from memdir.llm.anthropic import AnthropicLLM
 from memdir.llm.openai import OpenAIChatLLM
 from tests.cli.test_chat_cli import chat, chat_requests, server, use_server, ws

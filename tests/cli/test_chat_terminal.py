@@ -23,7 +23,7 @@ from memdir.cli.chat_render import (
     render_markdown,
 )
 from memdir.cli.chat_tui import LinePrompt, command_completions, history_path, toolbar_text
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from memdir.llm import ChatReply, ToolCall
 
 CONFIG = LLMConfig(context_window=8000, max_output_tokens=500)

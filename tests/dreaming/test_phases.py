@@ -16,7 +16,7 @@ from memdir.dreaming.phases import (
     theme_strengths,
 )
 from memdir.dreaming.promotion import NoteBlock
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.dreaming.factories import make_entry
 from tests.helpers import write
 

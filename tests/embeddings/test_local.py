@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memdir import Memory
-from memdir.config import EmbeddingConfig, load_config
+from memdir.config.settings import EmbeddingConfig, load_config
 from memdir.embeddings import FakeEmbedder, create_embedder, local
 from memdir.embeddings.base import token_batches
 from memdir.embeddings.local import LocalEmbedder, Threads, resolve_threads

@@ -7,7 +7,7 @@ import socket
 import numpy as np
 import pytest
 
-from memdir.config import EmbeddingConfig
+from memdir.config.settings import EmbeddingConfig
 from memdir.embeddings import Embedder, create_embedder, embedder_names
 from memdir.embeddings.gemini import GeminiEmbedder
 from memdir.embeddings.ollama import OllamaEmbedder

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir.config import HooksConfig
+from memdir.config.settings import HooksConfig
 from memdir.errors import MemdirError
 from memdir.hooks.claude_code import (
     EVENTS,

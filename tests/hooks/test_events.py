@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memdir import init_workspace
-from memdir.config import CLAUDE_CODE_HOOK_CHARS
+from memdir.config.settings import CLAUDE_CODE_HOOK_CHARS
 from memdir.hooks.events import run_hook
 from memdir.llm.fake import ScriptedLLM
 from tests.helpers import write
@@ -195,7 +195,7 @@ def test_a_folder_that_is_not_a_workspace_is_a_note(tmp_path: Path, hook_input: 
 def test_a_slow_search_is_skipped_not_waited_for(
     ws: Path, hook_input: HookInput, monkeypatch: pytest.MonkeyPatch
 ):
-    from memdir.memory import Memory
+    from memdir.memory.facade import Memory
 
     release = threading.Event()
     real_search = Memory.search

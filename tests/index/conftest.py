@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.index.manager import IndexManager, IndexSettings
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.embeddings.base import Vectors
 from memdir.index.background import EmbedProgress, format_duration
 from tests.helpers import write

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memdir import Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.index.base import KeywordQuery
 from memdir.index.bm25 import (
     K1,

@@ -11,7 +11,7 @@ import pytest
 import memdir.index.changes as changes
 from memdir.index.changes import file_entry, scan_paths
 from memdir.index.sync import scan_dirty
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 from tests.index.conftest import Backend
 
@@ -61,7 +61,7 @@ def test_each_file_gets_the_entry_a_look_at_every_file_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(changes, "MAX_FOLDER_DEPTH", 2)
-    monkeypatch.setattr("memdir.filewalk.MAX_FOLDER_DEPTH", 2)
+    monkeypatch.setattr("memdir.workspace.filewalk.MAX_FOLDER_DEPTH", 2)
     root, outside = tmp_path / "ws", tmp_path / "outside"
     asked = _messy_tree(root, outside)
     extras = ("notes/extra-file.md", "archive", str(outside / "e"), "memory/sub")

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memdir import FakeEmbedder
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.index.manager import IndexManager, IndexSettings
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 from tests.index.conftest import Backend
 

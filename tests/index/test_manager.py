@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.index.base import KeywordQuery
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import memory_chunks, write
 from tests.index.conftest import Backend
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memdir import FakeEmbedder
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.embeddings.base import l2_normalize
 from memdir.errors import ConfigError
 from memdir.index.base import KeywordQuery

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.index import sync as sync_module
 from memdir.index.base import KeywordQuery
 from memdir.index.sync import chunk_id, decode_markdown, scan_dirty, sync_files

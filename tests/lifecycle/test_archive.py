@@ -11,7 +11,7 @@ import pytest
 from memdir import ProviderResponseError, ScriptedLLM
 from memdir.lifecycle.archive import archive_session, sanitise_slug
 from memdir.llm import Message
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 STARTED = datetime(2026, 11, 30, 9, 5)

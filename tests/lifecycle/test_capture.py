@@ -12,7 +12,7 @@ from memdir.lifecycle.capture import (
     categorise,
     looks_like_injection,
 )
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 NOW = datetime(2026, 11, 30, 9, 0)
 TODAY = "memory/2026-11-30.md"

@@ -16,7 +16,7 @@ from memdir.lifecycle.flush import (
     run_memory_flush,
 )
 from memdir.llm import Message
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 NOW = datetime(2026, 11, 30, 9, 0)

@@ -17,7 +17,7 @@ from memdir.lifecycle.capture import capture_reason
 from memdir.lifecycle.extract import extract_memories
 from memdir.lifecycle.flush import run_memory_flush
 from memdir.llm import Message
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.dreaming.factories import seed_recalls
 from tests.helpers import write
 from tests.injection_corpus import VARIANTS

@@ -11,7 +11,7 @@ import pytest
 from memdir import MemdirError, Memory, PathNotAllowed, WorkspaceError, init_workspace
 from memdir.lifecycle import normalise_memory_text, write_memory
 from memdir.lifecycle.write import MAX_TEXT_CHARS, find_duplicate
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 NOW = datetime(2026, 11, 30, 9, 15)

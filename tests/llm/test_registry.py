@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from memdir.config import Config, LLMConfig, load_config
+from memdir.config.settings import Config, LLMConfig, load_config
 from memdir.errors import ConfigError, ProviderUnavailable
 from memdir.llm import LLM, ScriptedLLM, create_llm, llm_names, register_llm
 from memdir.llm.openai import OpenAIChatLLM

@@ -15,7 +15,7 @@ from memdir.markdown.structure import (
     split_context,
 )
 from memdir.text import estimate_tokens
-from memdir.workspace_templates import TEMPLATE_LINES, TEMPLATES
+from memdir.workspace.templates import TEMPLATE_LINES, TEMPLATES
 
 
 def own_lines(text: str, start: int, end: int) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.errors import ConfigError, ProviderResponseError, ProviderUnavailable
 from memdir.rerank import RerankDoc, create_reranker
 from memdir.rerank.http import HTTPReranker, parse_scores

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.errors import ConfigError
 from memdir.rerank import RerankDoc, create_reranker, reranker_names
 from memdir.rerank.base import FEATURES

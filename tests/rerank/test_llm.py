@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.errors import ProviderResponseError, ProviderUnavailable
 from memdir.llm import ScriptedLLM
 from memdir.rerank import RerankDoc, create_reranker

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.errors import ProviderResponseError
 from memdir.rerank.base import FEATURES
 from memdir.rerank.fake import ScriptedReranker

@@ -15,7 +15,7 @@ import pytest
 
 from memdir import Memory
 from memdir.client import absolute_workspaces
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.deadline import CallTimedOut, run_with_timeout
 from memdir.errors import MemdirError
 from memdir.hooks.claude_code import (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memdir import init_workspace
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.errors import ConfigError
 from memdir.service.pool import Pool, PoolFull
 from tests.service.conftest import Service, start_service

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memdir import Memory
-from memdir.config import SearchConfig
+from memdir.config.settings import SearchConfig
 from memdir.errors import MemdirError, PathNotAllowed
 from memdir.tools import MAX_GET_CHARS, MAX_GET_LINES, call_tool, memory_tools, read_capped
 from memdir.tools.calls import checked_arguments

@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from memdir import Memory
-from memdir.config import MAX_RESULTS, SearchConfig
+from memdir.config.settings import MAX_RESULTS, SearchConfig
 from memdir.errors import ConfigError, QueryError
 from memdir.llm.anthropic_wire import anthropic_tools
 from memdir.llm.openai_wire import openai_tools
-from memdir.mcp_server import MemoryTools
+from memdir.mcp.server import MemoryTools
 from memdir.tools import TOOL_NAMES, memory_tools
 from memdir.tools.calls import call_tool
 

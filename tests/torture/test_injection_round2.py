@@ -30,7 +30,7 @@ from click.testing import CliRunner
 
 from memdir import FakeEmbedder, Memory, init_workspace
 from memdir.cli import cli
-from memdir.untrusted import looks_like_injection
+from memdir.safety.untrusted import looks_like_injection
 from tests.dreaming.factories import seed_recalls
 from tests.helpers import write
 from tests.http_server import PROVIDER_ENV, run_server

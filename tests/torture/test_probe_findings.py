@@ -26,7 +26,7 @@ from memdir import FakeEmbedder, Memory, init_workspace
 from memdir.cli import cli
 from memdir.errors import MemdirError, PathNotAllowed, WorkspaceError
 from memdir.lifecycle.capture import AutoCapture
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 NOW = datetime(2026, 11, 30, 9, 0)
@@ -201,7 +201,7 @@ def test_finding6_a_fifo_is_not_opened(memory, workspace):
 
 
 def test_finding6_mcp_get_reply_is_capped(memory, workspace):
-    from memdir.mcp_server import MemoryTools
+    from memdir.mcp.server import MemoryTools
 
     write(workspace, "memory/big.md", ("a fairly long line of notes " * 4 + "\n") * 50_000)
     reply = MemoryTools(memory).call("memory_get", {"path": "memory/big.md"})

@@ -30,8 +30,8 @@ from memdir.lifecycle.extract import extract_memories
 from memdir.lifecycle.flush import run_memory_flush
 from memdir.llm.base import Message
 from memdir.llm.fake import ScriptedLLM
-from memdir.mcp_server import MemoryTools
-from memdir.workspace import Workspace
+from memdir.mcp.server import MemoryTools
+from memdir.workspace.layout import Workspace
 from tests.dreaming.factories import seed_recalls
 from tests.privacy_corpus import ROUND2, kept_parts
 from tests.torture.conftest import TALLY

@@ -154,7 +154,7 @@ def test_shared_scope_hides_private_files(sample: Path) -> None:
 
 def test_extra_paths_are_listed_and_readable(sample: Path, tmp_path: Path) -> None:
     from memdir import FakeEmbedder
-    from memdir.config import load_config
+    from memdir.config.settings import load_config
     from tests.ui.conftest import make_client
 
     project = tmp_path / "project"

@@ -8,7 +8,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from memdir import Memory
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.ui.views.index import _progress
 from tests.helpers import write
 from tests.ui.conftest import make_client

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memdir.config import SearchConfig
+from memdir.config.settings import SearchConfig
 from memdir.ui.present import score_parts, score_sum, scoring_note
 
 EXPLAIN = {

@@ -9,7 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from memdir import Memory
-from memdir.memory import MAX_QUERY_CHARS
+from memdir.memory.facade import MAX_QUERY_CHARS
 
 QUERY = "Redis 分布式锁"
 

@@ -2,7 +2,7 @@
 user message with its recall block, the compaction summary.
 
 The parts it shares with Claude Code's hooks — the bootstrap files and their caps, the daily
-notes, the auto-recall block — are assembled in :mod:`memdir.memory_context`; this module puts
+notes, the auto-recall block — are assembled in :mod:`memdir.memory.context`; this module puts
 them together for the chat: the chat instructions and the memory tools first, then AGENTS.md
 (the persona the owner writes: instructions, outside any fence), USER.md and MEMORY.md inside
 ``<memdir-memory>`` as data, and the session-start daily notes. The compaction summary is the
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 from memdir.llm.base import Message
 from memdir.llm.prompts import load_prompt
-from memdir.memory_context import DATA_NOTE, Recall, bootstrap_sections, file_section
+from memdir.memory.context import DATA_NOTE, Recall, bootstrap_sections, file_section
+from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import ToolSpec
-from memdir.untrusted import escape_untrusted
-from memdir.workspace import AGENTS_FILE, Workspace
+from memdir.workspace.layout import AGENTS_FILE, Workspace
 
 __all__ = [
     "INSTRUCTION_FILES",

@@ -2,8 +2,8 @@
 
 Each user message goes through, in order:
 
-1. auto-capture (:meth:`Memory.capture <memdir.memory.Memory.capture>`) and auto-recall (the
-   ``<relevant-memories>`` block of :func:`memdir.memory_context.recall_for`, sent with this
+1. auto-capture (:meth:`Memory.capture <memdir.memory.facade.Memory.capture>`) and auto-recall (the
+   ``<relevant-memories>`` block of :func:`memdir.memory.context.recall_for`, sent with this
    message only);
 2. upkeep: a memory flush once the request passes the flush threshold (once per compaction
    cycle), then a compaction once it passes the budget (the flush always comes first);
@@ -24,9 +24,9 @@ extracts and ends. A provider failure is reported and never loses the history; C
 streamed reply keeps what was shown, marked as interrupted.
 
 What writes memory runs through the facade, as it does for Claude Code's hooks
-(:meth:`~memdir.memory.Memory.flush`, :meth:`~memdir.memory.Memory.archive`,
-:meth:`~memdir.memory.Memory.capture`, :meth:`~memdir.memory.Memory.extract`); this loop decides
-when, and says what happened.
+(:meth:`~memdir.memory.facade.Memory.flush`, :meth:`~memdir.memory.facade.Memory.archive`,
+:meth:`~memdir.memory.facade.Memory.capture`, :meth:`~memdir.memory.facade.Memory.extract`); this
+loop decides when, and says what happened.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from memdir.agent.turn import (
 )
 from memdir.agent.wire import native_wire, text_wire
 from memdir.clock import now
-from memdir.config import LLMConfig
+from memdir.config.settings import LLMConfig
 from memdir.errors import MemdirError, ToolsUnsupported
 from memdir.lifecycle.compact import (
     CompactionResult,
@@ -66,8 +66,8 @@ from memdir.lifecycle.compact import (
 from memdir.lifecycle.flush import flush_due, flush_threshold
 from memdir.llm.base import LLM, Message, count_message_tokens
 from memdir.llm.chat import ToolDefinition, tools_json
-from memdir.memory import Memory
-from memdir.memory_context import Recall, daily_notes_block, recall_for
+from memdir.memory.context import Recall, daily_notes_block, recall_for
+from memdir.memory.facade import Memory
 
 __all__ = ["HELP", "ChatAgent", "Output", "ToolMode"]
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from memdir import clock
 from memdir.errors import MemdirError, WorkspaceError
-from memdir.fileio import append_whole, read_regular_file
 from memdir.llm.base import ROLES, Message, ToolCall
+from memdir.workspace.fileio import append_whole, read_regular_file
 
 SESSIONS_DIR = "sessions"
 FORMAT_VERSION = 1

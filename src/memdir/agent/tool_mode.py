@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memdir.clock import now
-from memdir.config import SearchConfig
+from memdir.config.settings import SearchConfig
 from memdir.errors import MemdirError, ToolsUnsupported
 from memdir.llm.base import LLM, Message
 from memdir.llm.chat import ChatLLM

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memdir.errors import MemdirError
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
+from memdir.safety.untrusted import escape_untrusted
 from memdir.tools import ToolSpec, call_tool, memory_tools
-from memdir.untrusted import escape_untrusted
 
 TOOL_RESULT_PREFIX = "[tool result]"
 
@@ -101,7 +101,7 @@ def tool_message(name: str, result: Mapping[str, Any]) -> str:
 
 def tool_content(result: Mapping[str, Any]) -> str:
     """``result`` as the JSON the model reads, every string in it escaped as memory text
-    (:func:`~memdir.untrusted.escape_untrusted`): a snippet or a file name that
+    (:func:`~memdir.safety.untrusted.escape_untrusted`): a snippet or a file name that
     ``memory_search`` or ``memory_get`` brings back cannot forge a tag in the conversation, in
     the memory flush or in the transcript a compaction reads. It stays valid JSON."""
     return json.dumps(_escaped(result), ensure_ascii=False)

@@ -37,7 +37,7 @@ from memdir.llm.chat import (
     ToolDefinition,
     tools_json,
 )
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 
 #: Rounds of tool calls allowed per user message (a text-protocol request is one round).
 MAX_TOOL_ROUNDS = 4

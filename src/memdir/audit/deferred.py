@@ -37,9 +37,9 @@ from memdir.audit.rewrite import read_text, rewrite
 from memdir.audit.where import git_trail, git_worktree, repo_prefix
 from memdir.clock import now
 from memdir.errors import MemdirError
-from memdir.fileio import atomic_write, read_regular_file
 from memdir.markdown.sections import split_lines
-from memdir.workspace import Workspace
+from memdir.workspace.fileio import atomic_write, read_regular_file
+from memdir.workspace.layout import Workspace
 
 if TYPE_CHECKING:
     from memdir.audit.git import GitTrail

@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from memdir.fileio import pid_alive
+from memdir.workspace.fileio import pid_alive
 
 LOCK_MARKER = "audit/git-locks.json"
 

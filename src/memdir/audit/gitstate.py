@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from memdir.fileio import describe_mode
+from memdir.workspace.fileio import describe_mode
 
 #: A git file larger than this is not read (a config or an ignore file is a few KiB).
 MAX_GIT_FILE = 1 << 20

@@ -1,8 +1,8 @@
 """The audit trail of a workspace without git: ``.memdir/audit.jsonl``, one record a line.
 
 Append-only: each record is one line appended whole or not at all on an ``O_APPEND``
-descriptor, fsynced, under the workspace write lock (:func:`memdir.fileio.append_whole`). A
-line cut short (a person may edit the file) is skipped when read, never fatal.
+descriptor, fsynced, under the workspace write lock (:func:`memdir.workspace.fileio.append_whole`).
+A line cut short (a person may edit the file) is skipped when read, never fatal.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memdir.audit.records import AuditRecord
-from memdir.fileio import append_whole
+from memdir.workspace.fileio import append_whole
 
 LOG_NAME = "audit.jsonl"
 

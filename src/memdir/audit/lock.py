@@ -17,7 +17,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from memdir.errors import WorkspaceError
-from memdir.fileio import READ_ONLY_ERRNOS, read_only_error
+from memdir.workspace.fileio import READ_ONLY_ERRNOS, read_only_error
 
 LOCK_TIMEOUT_S = 30.0
 LOCK_NAME = "memory-write.lock"

@@ -30,7 +30,7 @@ from datetime import datetime
 from memdir.audit.merge import line_key
 from memdir.audit.records import AuditRecord
 from memdir.markdown.generated import generated_indexes
-from memdir.workspace import MEMORY_FILE
+from memdir.workspace.layout import MEMORY_FILE
 
 #: Records of these components do not make lines memdir's (the person owns the templates).
 NOT_GENERATED = frozenset({"init"})

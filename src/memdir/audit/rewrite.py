@@ -3,7 +3,7 @@
 A writer reads a file (``base``), computes its edit (``text``), and replaces the file. A
 person takes no lock: ``echo "- x" >> MEMORY.md`` or an editor's save may land in between.
 :func:`rewrite` replaces the file only while it still holds what the edit was made on
-(:meth:`memdir.workspace.Workspace.update_file`); when it changed, memdir's change ``base`` →
+(:meth:`memdir.workspace.layout.Workspace.update_file`); when it changed, memdir's change ``base`` →
 ``text`` is carried onto the person's text, line by line
 (:func:`memdir.audit.merge.carry_change`: memdir's added lines placed after the line they
 followed, its removed lines removed where the person's text still has them), and the replace
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from memdir.audit.merge import carry_change
 from memdir.errors import WorkspaceError
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 #: How often :func:`rewrite` redoes its change on a file that keeps changing under it.
 REDO_ATTEMPTS = 20
@@ -22,7 +22,7 @@ REDO_ATTEMPTS = 20
 
 def read_text(workspace: Workspace, rel: str) -> str | None:
     """A workspace file's text (bytes that are not UTF-8 kept as surrogates), or None when it
-    does not exist (:meth:`memdir.workspace.Workspace.read_file`: no symlink, no special
+    does not exist (:meth:`memdir.workspace.layout.Workspace.read_file`: no symlink, no special
     file)."""
     try:
         return decode(workspace.read_file(rel))

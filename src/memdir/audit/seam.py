@@ -42,8 +42,8 @@ from memdir.audit.rewrite import read_text, rewrite
 from memdir.audit.where import git_trail, git_worktree, log_trail, repo_prefix
 from memdir.clock import now
 from memdir.errors import MemdirError, ReadOnly
-from memdir.fileio import folder_read_only, refuse_read_only
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.workspace.fileio import folder_read_only, refuse_read_only
+from memdir.workspace.layout import MEMORY_DIR, Workspace
 
 log = logging.getLogger("memdir.audit")
 
@@ -149,8 +149,8 @@ def write_text(workspace: Workspace, rel: str, text: str, *, based_on: str | Non
 
 def append_text(workspace: Workspace, rel: str, text: str) -> int:
     """Append ``text`` to the workspace file ``rel`` under its lock
-    (:meth:`memdir.workspace.Workspace.append_file`), as part of the current operation; return
-    the 1-based line where it starts."""
+    (:meth:`memdir.workspace.layout.Workspace.append_file`), as part of the current operation;
+    return the 1-based line where it starts."""
     with audited(workspace, "write") as op:
         check_writable(workspace, rel)
         before = _before(op, workspace, rel)

@@ -22,7 +22,7 @@ from memdir.audit.rewrite import read_text
 from memdir.audit.seam import audited, check_writable, pending_count, recover
 from memdir.audit.where import git_trail, git_worktree, log_trail
 from memdir.errors import ReadOnly, WorkspaceError
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 
 def read_trail(

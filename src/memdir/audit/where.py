@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir.audit.jsonl import JsonlTrail
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 if TYPE_CHECKING:
     from memdir.audit.git import GitTrail

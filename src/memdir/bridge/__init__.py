@@ -114,7 +114,7 @@ def default_bridge(*, wait: bool = False, start: bool = True) -> Bridge | None:
     with _lock:
         if _default is not None:
             return _default
-        from memdir.config import memdir_home
+        from memdir.config.settings import memdir_home
 
         found = Compiled.open(memdir_home() / "cache")
         if found is not None:
@@ -130,7 +130,7 @@ def default_bridge(*, wait: bool = False, start: bool = True) -> Bridge | None:
 
 def _compile() -> None:
     global _default
-    from memdir.config import memdir_home
+    from memdir.config.settings import memdir_home
 
     compiled = Compiled.build(memdir_home() / "cache")
     with _lock:

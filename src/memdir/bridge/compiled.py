@@ -37,7 +37,7 @@ from memdir.bridge.sources import (
     glossary_pairs,
     sources_key,
 )
-from memdir.fileio import room_for_cache
+from memdir.workspace.fileio import room_for_cache
 
 #: Translations kept per word, best first.
 MAX_PER_WORD = 8

@@ -16,11 +16,11 @@ from memdir.agent.session import Session
 from memdir.cli.chat_render import PlainView, TerminalView
 from memdir.cli.common import stdout, styled
 from memdir.cli.main import cli
-from memdir.config import Config, memdir_home
+from memdir.config.settings import Config, memdir_home
 from memdir.errors import ConfigError, MemdirError
 from memdir.llm.base import API_KEY_ENV, BASE_URL_ENV, LLM, MODEL_ENV
 from memdir.llm.registry import chat_llm_choice, create_llm
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 
 if TYPE_CHECKING:
     from memdir.cli.chat_tui import LinePrompt

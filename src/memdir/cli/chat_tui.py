@@ -30,7 +30,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 
 from memdir.agent.loop import ChatAgent
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 
 HISTORY_FILE = "chat_history"
 

@@ -21,7 +21,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 
 _CONTROL_RE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 _CONTROL_NO_TAB_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

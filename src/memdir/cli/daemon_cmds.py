@@ -10,7 +10,7 @@ from urllib.parse import quote
 import click
 
 from memdir.cli.main import CommandGroup, cli
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.service import daemon
 from memdir.service import state as files
 from memdir.service.ports import service_port
@@ -115,7 +115,7 @@ MCP_HTTP_NAME = "memdir-http"
 def _print_mcp_line(workspace: Path) -> None:
     """The `claude mcp add` line for a workspace that exists: ``workspace`` (the one named
     with -w, MEMDIR_WORKSPACE or the default), else the current folder when it is one."""
-    from memdir.workspace import is_workspace
+    from memdir.workspace.layout import is_workspace
 
     port = service_port() or load_config().service.port
     chosen = next(

@@ -11,7 +11,7 @@ import click
 
 from memdir.cli.common import open_memory, stdout
 from memdir.cli.main import CommandGroup, cli
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.hooks.claude_code import (
     EVENT_COMMANDS,
     EVENTS,
@@ -23,7 +23,7 @@ from memdir.hooks.claude_code import (
     unset_token_env,
 )
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 
 AGENTS = ("claude-code",)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -151,7 +151,7 @@ def claude_memory_command(action: str | None) -> None:
     $MEMDIR_HOME/config.toml (only its Markdown files are indexed: the memory folders), so one
     search covers both; --remove takes it out. Without either, says whether it is indexed.
     """
-    from memdir.config import memdir_home
+    from memdir.config.settings import memdir_home
     from memdir.hooks.claude_memory import (
         add_extra_path,
         claude_projects_entry,

@@ -20,11 +20,11 @@ from rich.text import Text
 
 from memdir.cli.common import open_memory, print_json, stderr, stdout, styled, visible
 from memdir.cli.main import cli
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.index.background import EmbedProgress
 from memdir.llm.tool_support import tool_refusals
-from memdir.workspace import Workspace
-from memdir.workspace_templates import init_workspace
+from memdir.workspace.layout import Workspace
+from memdir.workspace.templates import init_workspace
 
 
 @cli.command("init")

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from memdir.config import default_workspace
+from memdir.config.settings import default_workspace
 from memdir.errors import MemdirError
 
 WORKSPACE_HELP = "Workspace folder (default: $MEMDIR_WORKSPACE or ~/.memdir/workspace)."

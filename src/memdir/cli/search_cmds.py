@@ -7,7 +7,7 @@ from rich.text import Text
 
 from memdir.cli.common import open_memory, print_json, stderr, stdout, styled, visible
 from memdir.cli.main import cli
-from memdir.config import MAX_RESULTS
+from memdir.config.settings import MAX_RESULTS
 
 
 @cli.command("search")

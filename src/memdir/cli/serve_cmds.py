@@ -15,7 +15,7 @@ from memdir.cli.main import cli
 from memdir.index.background import EmbedProgress
 from memdir.index.sync import SyncReport
 from memdir.lifecycle.write import SECTIONS
-from memdir.memory import SCOPES, Memory
+from memdir.memory.facade import SCOPES, Memory
 
 
 @cli.command("serve")
@@ -35,7 +35,7 @@ def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
     init`); see the README's "MCP setup". Chunks without a vector are embedded in the
     background from start-up, newest files first; searches never wait for it.
     """
-    from memdir.mcp_server import serve_stdio
+    from memdir.mcp.server import serve_stdio
 
     workspace: Path = ctx.obj
     # stdout is the protocol channel: anything a provider prints while loading goes to stderr.

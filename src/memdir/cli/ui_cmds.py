@@ -14,7 +14,7 @@ import click
 from memdir.cli.common import stdout
 from memdir.cli.main import cli
 from memdir.errors import MemdirError, ProviderUnavailable
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 
 if TYPE_CHECKING:
     from memdir.ui.server import Listening

@@ -52,9 +52,9 @@ from memdir.dreaming.scoring import (
 from memdir.dreaming.store import RecallEntry, RecallStore
 from memdir.errors import MemdirError, PathNotAllowed
 from memdir.markdown.generated import generated_indexes
+from memdir.safety.untrusted import preview
 from memdir.text import jaccard, similarity_tokens, stem
-from memdir.untrusted import preview
-from memdir.workspace import DREAMS_FILE, MEMORY_FILE, Workspace
+from memdir.workspace.layout import DREAMS_FILE, MEMORY_FILE, Workspace
 
 LIGHT_DAYS = 2
 LIGHT_MIN_CONTAINMENT = 0.5

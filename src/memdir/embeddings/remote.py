@@ -1,7 +1,7 @@
 """Registry factories for the remote embedding providers: ``openai``, ``ollama``, ``gemini``.
 
-Each factory turns an :class:`~memdir.config.EmbeddingConfig` into an embedder. Empty config
-fields fall back to each provider's defaults and environment variables (see
+Each factory turns an :class:`~memdir.config.settings.EmbeddingConfig` into an embedder. Empty
+config fields fall back to each provider's defaults and environment variables (see
 :mod:`memdir.embeddings.openai`, :mod:`~memdir.embeddings.ollama`,
 :mod:`~memdir.embeddings.gemini`). ``api_key`` is an ``env:VAR`` reference; a variable that is
 not set makes the provider unavailable (so the caller can fall back to keyword search) rather
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memdir.config import EmbeddingConfig, resolve_api_key
+from memdir.config.settings import EmbeddingConfig, resolve_api_key
 from memdir.embeddings.base import Embedder
 
 Register = Callable[[str, Callable[[EmbeddingConfig], Embedder | None]], None]

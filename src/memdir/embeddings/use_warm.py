@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from memdir.fileio import room_for_cache
+from memdir.workspace.fileio import room_for_cache
 
 #: Embedded when the cache is written and again when it is read: the two must agree.
 CHECK_TEXT = "memdir 记忆 check"

@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from memdir.config import HooksConfig
+from memdir.config.settings import HooksConfig
 from memdir.errors import ConfigError, MemdirError
-from memdir.fileio import atomic_write
+from memdir.workspace.fileio import atomic_write
 
 #: Seconds a cold ``memdir hook`` process needs besides its bounded work (imports, start-up).
 STARTUP_ALLOWANCE_S = 15

@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 
 from memdir.errors import ConfigError
-from memdir.fileio import atomic_write
+from memdir.workspace.fileio import atomic_write
 
 #: How the entry is written (``~`` keeps the file valid for the same user on another machine).
 CLAUDE_PROJECTS = "~/.claude/projects"

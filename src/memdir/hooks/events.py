@@ -6,19 +6,19 @@ Claude Code runs the command with the hook's JSON on stdin (``session_id``,
 
 - ``session-start`` (``SessionStart``): the session's memory, USER.md and MEMORY.md, then today's
   and yesterday's daily logs, within the bootstrap caps and ``[hooks] session_start_chars``
-  (:func:`~memdir.memory_context.session_memory_context`), as additional context.
+  (:func:`~memdir.memory.context.session_memory_context`), as additional context.
 - ``user-prompt-submit`` (``UserPromptSubmit``): auto-recall, the hits for the prompt scoring at
   least ``[hooks] recall_min_score`` (0.3: a 30 % chance of answering with the default model)
   as short cited snippets in ``<relevant-memories>``, or nothing
-  (:func:`~memdir.memory_context.recall_for`), within ``[hooks] recall_timeout``.
+  (:func:`~memdir.memory.context.recall_for`), within ``[hooks] recall_timeout``.
 - ``pre-compact`` (``PreCompact``): the memory flush of ``memdir chat``
-  (:meth:`Memory.flush <memdir.memory.Memory.flush>`) over the transcript written since the last
-  flush, appending durable facts to today's daily log (append-only, deduplicated); once per
+  (:meth:`Memory.flush <memdir.memory.facade.Memory.flush>`) over the transcript written since the
+  last flush, appending durable facts to today's daily log (append-only, deduplicated); once per
   compaction (the transcript line it got to is remembered per session). Without an LLM it
   auto-captures what the user asked to be remembered (:meth:`Memory.capture
-  <memdir.memory.Memory.capture>`).
+  <memdir.memory.facade.Memory.capture>`).
 - ``session-end`` (``SessionEnd``): the session archive of ``/new``
-  (:meth:`Memory.archive <memdir.memory.Memory.archive>`): the last messages to
+  (:meth:`Memory.archive <memdir.memory.facade.Memory.archive>`): the last messages to
   ``memory/<date>-<slug>.md``, the slug from the LLM, else the start time ``HHMM``.
 
 A hook never breaks Claude Code: the search and every model call are bounded (``[hooks]
@@ -42,12 +42,12 @@ from typing import Any
 from memdir.clock import now
 from memdir.deadline import run_with_timeout
 from memdir.errors import MemdirError
-from memdir.fileio import atomic_write
 from memdir.hooks.transcript import Transcript, read_transcript
 from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.registry import chat_llm_choice, create_llm
-from memdir.memory import Memory
-from memdir.memory_context import recall_for, session_memory_context
+from memdir.memory.context import recall_for, session_memory_context
+from memdir.memory.facade import Memory
+from memdir.workspace.fileio import atomic_write
 
 #: Hook input on stdin beyond this many bytes is not read (a prompt is at most a few MB).
 MAX_INPUT_BYTES = 16 * 1024 * 1024

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from memdir.errors import MemdirError, PathNotAllowed
-from memdir.fileio import open_regular
 from memdir.llm.base import Message
+from memdir.workspace.fileio import open_regular
 
 #: A tool call's arguments and a tool result are cut to this many characters.
 TOOL_CALL_CHARS = 300

@@ -3,10 +3,10 @@
 A file watcher knows which files changed; looking at those few instead of every file of the
 vault (~150 ms at 10,000 files) makes its syncs, and a search while a sync is pending, cost
 what the change costs. :func:`file_entry` says what
-:meth:`~memdir.workspace.Workspace.iter_files` would list for one path — by the same rules:
+:meth:`~memdir.workspace.layout.Workspace.iter_files` would list for one path — by the same rules:
 no symlink on the way, no hidden folder, names in UTF-8, at most
-:data:`~memdir.filewalk.MAX_FOLDER_DEPTH` folders deep, regular ``.md`` files under MEMORY.md,
-``memory/``, ``skills/`` and the extra paths (tests compare the two over messy trees).
+:data:`~memdir.workspace.filewalk.MAX_FOLDER_DEPTH` folders deep, regular ``.md`` files under
+MEMORY.md, ``memory/``, ``skills/`` and the extra paths (tests compare the two over messy trees).
 :func:`scan_paths` turns a set of changed paths into the same :class:`DirtyState` a full look
 gives for them.
 """
@@ -17,10 +17,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from memdir.filewalk import MAX_FOLDER_DEPTH, ignore_skipped, regular_md_stat
 from memdir.index.base import IndexBackend
 from memdir.index.sync import DirtyState
-from memdir.workspace import (
+from memdir.workspace.filewalk import MAX_FOLDER_DEPTH, ignore_skipped, regular_md_stat
+from memdir.workspace.layout import (
     MEMORY_DIR,
     MEMORY_FILE,
     SKILLS_DIR,

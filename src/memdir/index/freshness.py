@@ -22,11 +22,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from memdir.filewalk import Skipped, folders_changed
 from memdir.index.base import IndexBackend
 from memdir.index.changes import scan_paths
 from memdir.index.sync import DirtyState, scan_dirty
-from memdir.workspace import Workspace
+from memdir.workspace.filewalk import Skipped, folders_changed
+from memdir.workspace.layout import Workspace
 
 #: The longest a search trusts folder times alone before it looks at every file again...
 FULL_SCAN_S = 2.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.embeddings.base import Embedder
 from memdir.markdown.chunking import CHUNKER_VERSION
 from memdir.markdown.greedy import GREEDY_VERSION

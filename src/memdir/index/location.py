@@ -7,8 +7,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from memdir.config import memdir_home
-from memdir.workspace import Workspace
+from memdir.config.settings import memdir_home
+from memdir.workspace.layout import Workspace
 
 
 def default_index_dir(workspace: Workspace) -> tuple[Path, str | None]:

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from memdir.config import ChunkingConfig, Config, index_url
-from memdir.config_choices import check_index_values
+from memdir.config.choices import check_index_values
+from memdir.config.settings import ChunkingConfig, Config, index_url
 from memdir.embeddings.base import Embedder, Vectors, urgent_embedder
 from memdir.errors import ConfigError, DiskFull, ProviderError
 from memdir.index.base import (
@@ -52,7 +52,7 @@ from memdir.index.sync import (
 )
 from memdir.index.term_stats import TermStatistics
 from memdir.markdown.greedy import GREEDY_VERSION
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 #: Meta key set while line vectors of a rebuilt index may be missing (a full sync fills them).
 LINES_PENDING = "line_vectors_pending"
@@ -115,7 +115,7 @@ class IndexSettings:
 
 def open_lifecycle(options: LifecycleOptions) -> IndexLifecycle:
     """The lifecycle for ``options.url``, chosen by its scheme (one of
-    :data:`memdir.config_choices.INDEX_URL_SCHEMES`, checked with the settings).
+    :data:`memdir.config.choices.INDEX_URL_SCHEMES`, checked with the settings).
 
     Raises:
         IndexStoreError: the engine's driver is not installed.

@@ -32,18 +32,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.embeddings.base import Embedder, Vectors, check_dims, l2_normalize, token_batches
 from memdir.errors import PathNotAllowed, ProviderError
-from memdir.fileio import read_regular_file
 from memdir.index.base import FileRow, IndexBackend, NewChunk
 from memdir.index.companion_codes import Coder, backfill_codes, code_batch
 from memdir.markdown.chunking import Chunk, chunk_markdown, text_hash
 from memdir.markdown.greedy import chunk_greedy
 from memdir.markdown.structure import chunk_structured
 from memdir.text import KEYWORD_TOKENIZERS, estimate_tokens
-from memdir.workspace import FileEntry, Skipped, Workspace, file_kind
-from memdir.workspace_templates import TEMPLATE_LINES
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import FileEntry, Skipped, Workspace, file_kind
+from memdir.workspace.templates import TEMPLATE_LINES
 
 #: Files larger than this are indexed for keyword search only (embedding them would take
 #: minutes and one huge file is rarely a memory); status says so.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE, OWNER_FILES, SKILLS_DIR, Workspace
+from memdir.workspace.layout import MEMORY_DIR, MEMORY_FILE, OWNER_FILES, SKILLS_DIR, Workspace
 
 #: Directory entries looked at, at most (the count is then a lower bound).
 SCAN_LIMIT = 20_000

@@ -25,9 +25,9 @@ from memdir.audit.seam import plural
 from memdir.errors import MemdirError, WorkspaceError
 from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
-from memdir.privacy import describe_kinds
-from memdir.untrusted import escape_untrusted
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.safety.privacy import describe_kinds
+from memdir.safety.untrusted import escape_untrusted
+from memdir.workspace.layout import MEMORY_DIR, Workspace
 
 ARCHIVE_MESSAGES = 15
 SLUG_TIMEOUT_S = 15.0

@@ -4,7 +4,7 @@
 A user message is captured when it is 10–500 characters long, matches a trigger
 (:data:`TRIGGERS`: "remember", "I prefer", "we decided", "always", "never", "my X is", a phone
 number, an e-mail address; 记住, 我喜欢, 我不喜欢, 以后, 决定, 总是, 不要 …), is not a question,
-and does not look like a prompt injection (:func:`memdir.untrusted.looks_like_injection`, the
+and does not look like a prompt injection (:func:`memdir.safety.untrusted.looks_like_injection`, the
 check every automatic writer applies). At most :data:`MAX_PER_CONVERSATION` messages are
 captured per conversation; each is categorised (:func:`categorise`) and appended to today's
 daily log through the shared writer, which skips duplicates of what the log already holds.
@@ -21,8 +21,8 @@ from memdir.audit.seam import from_session
 from memdir.errors import MemdirError
 from memdir.lifecycle.write import WriteResult, normalise_memory_text, write_memory
 from memdir.markdown.sections import normalise_for_dedup
-from memdir.untrusted import looks_like_injection
-from memdir.workspace import Workspace
+from memdir.safety.untrusted import looks_like_injection
+from memdir.workspace.layout import Workspace
 
 MIN_CHARS = 10
 MAX_CHARS = 500

@@ -12,7 +12,7 @@ the summary lacks are appended under ``## Exact identifiers``. The result is cap
 :data:`MAX_SUMMARY_CHARS` with a marker, the identifier list kept whole when it fits.
 
 The model reads the older turns inside ``<transcript>``, escaped with
-:func:`~memdir.untrusted.escape_untrusted` like any memory text (tool results bring recalled
+:func:`~memdir.safety.untrusted.escape_untrusted` like any memory text (tool results bring recalled
 memory into the conversation): no text in it can close the fence or forge a tag.
 
 A failed or empty LLM answer leaves the history as it was: :func:`compact_history` returns
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from memdir.errors import MemdirError
 from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.prompts import load_prompt
-from memdir.untrusted import escape_untrusted
+from memdir.safety.untrusted import escape_untrusted
 
 KEEP_USER_TURNS = 3
 #: The summary should be at most this share of the tokens it replaces.

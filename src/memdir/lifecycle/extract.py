@@ -11,9 +11,9 @@ when an embedder is available, cosine similarity ≥ 0.95 to a line of the same 
 
 An answer that is not that JSON is retried once with a note saying what was wrong, then dropped
 with a warning. Nothing the model says is ever written raw: an item that reads like a prompt
-injection (:func:`~memdir.untrusted.looks_like_injection`) is not written but reported, and the
-conversation the model reads is escaped inside its fence
-(:func:`~memdir.untrusted.escape_untrusted`).
+injection (:func:`~memdir.safety.untrusted.looks_like_injection`) is not written but reported, and
+the conversation the model reads is escaped inside its fence
+(:func:`~memdir.safety.untrusted.escape_untrusted`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from memdir.lifecycle.write import WriteResult, write_memory
 from memdir.llm.base import LLM, Message, count_tokens
 from memdir.llm.prompts import load_prompt
 from memdir.markdown.sections import content_lines, find_section, parse_sections
-from memdir.untrusted import escape_untrusted, looks_like_injection, preview
-from memdir.workspace import MEMORY_FILE, Workspace
+from memdir.safety.untrusted import escape_untrusted, looks_like_injection, preview
+from memdir.workspace.layout import MEMORY_FILE, Workspace
 
 #: Category → MEMORY.md section key.
 CATEGORIES: dict[str, str] = {

@@ -6,13 +6,13 @@ It sees the conversation plus the ``flush`` prompt and answers either ``NO_REPLY
 to keep. It has no tools and no file access: memdir itself appends each line to
 ``memory/YYYY-MM-DD.md`` through the shared writer (:func:`~memdir.lifecycle.write.write_memory`,
 which skips duplicates), so no other file can be touched whatever the model says. The lines are
-checked for secrets together before the first is written (:mod:`memdir.privacy`), so a private
-key the model copied over several lines is redacted whole.
+checked for secrets together before the first is written (:mod:`memdir.safety.privacy`), so a
+private key the model copied over several lines is redacted whole.
 
 Memory is data here too: the conversation's tool results (where recalled memory comes back)
-are escaped with :func:`~memdir.untrusted.escape_untrusted` before the model reads them, and a
-line of the answer that reads like a prompt injection
-(:func:`~memdir.untrusted.looks_like_injection`) is not written but reported, so a note that
+are escaped with :func:`~memdir.safety.untrusted.escape_untrusted` before the model reads them, and
+a line of the answer that reads like a prompt injection
+(:func:`~memdir.safety.untrusted.looks_like_injection`) is not written but reported, so a note that
 tries to plant instructions is not copied into the log for the next session to read.
 
 When to flush is the caller's business (:func:`flush_due`, once per compaction cycle); this
@@ -33,9 +33,9 @@ from memdir.lifecycle.compact import compaction_budget
 from memdir.lifecycle.write import WriteResult, write_memory
 from memdir.llm.base import LLM, Message, complete_within
 from memdir.llm.prompts import load_prompt
-from memdir.privacy import refusal
-from memdir.untrusted import escape_untrusted, looks_like_injection, preview
-from memdir.workspace import MEMORY_DIR, Workspace
+from memdir.safety.privacy import refusal
+from memdir.safety.untrusted import escape_untrusted, looks_like_injection, preview
+from memdir.workspace.layout import MEMORY_DIR, Workspace
 
 NO_REPLY = "NO_REPLY"
 #: Tokens before the compaction budget at which the flush runs (OpenClaw's soft threshold).

@@ -27,7 +27,7 @@ from memdir.errors import MemdirError
 from memdir.markdown.sections import split_lines
 from memdir.search.types import SearchResponse
 from memdir.text import similarity_tokens
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 #: A query line is taken when it carries at least this share of the query's terms.
 MIN_COVERAGE = 0.6

@@ -1,7 +1,7 @@
 """``memory_write``: add one fact to today's daily log or to a section of MEMORY.md.
 
 - Daily log (``memory/YYYY-MM-DD.md``, the default): the bullet is appended with
-  :func:`~memdir.workspace.locked_append`; a new file starts with a ``# YYYY-MM-DD`` heading.
+  :func:`~memdir.workspace.layout.locked_append`; a new file starts with a ``# YYYY-MM-DD`` heading.
 - MEMORY.md: the bullet goes at the end of its section's bullets (the heading is appended when
   the section is missing, in the file's language) and the file is replaced atomically; every
   other byte stays as it was.
@@ -37,9 +37,9 @@ from memdir.markdown.sections import (
     normalise_for_dedup,
     parse_sections,
 )
-from memdir.privacy import describe_kinds
+from memdir.safety.privacy import describe_kinds
 from memdir.text import jaccard, similarity_tokens
-from memdir.workspace import (
+from memdir.workspace.layout import (
     MEMORY_DIR,
     MEMORY_FILE,
     SECTION_HEADINGS,
@@ -69,7 +69,8 @@ class WriteResult:
         written: False when the fact was skipped as a duplicate.
         reason: one human-readable line saying what happened.
         text: the fact as stored (one line, without the ``- `` marker).
-        redacted: the kinds of secret replaced by ``[REDACTED:<kind>]`` (:mod:`memdir.privacy`).
+        redacted: the kinds of secret replaced by ``[REDACTED:<kind>]``
+            (:mod:`memdir.safety.privacy`).
     """
 
     path: str
@@ -166,7 +167,7 @@ def write_memory(
         via: what asked for the write, for the audit record (``MCP memory_write``); part of the
             caller's operation when one is open (a flush, an extraction).
         redacted: kinds of secret the caller already replaced in ``text`` (a flush checks its
-            whole reply first: :meth:`~memdir.privacy.SecretGuard.redact_lines`), reported
+            whole reply first: :meth:`~memdir.safety.privacy.SecretGuard.redact_lines`), reported
             with those found here.
 
     Returns:

@@ -1,6 +1,6 @@
 """Choose an LLM by provider name (docs/design.md#interfaces); no if/elif chains.
 
-Each factory takes the :class:`~memdir.config.LLMConfig` and returns an
+Each factory takes the :class:`~memdir.config.settings.LLMConfig` and returns an
 :class:`~memdir.llm.base.LLM`, or None when LLM features are off (``none``). A provider that
 cannot be used raises :class:`~memdir.errors.ProviderUnavailable` saying what to do.
 """
@@ -11,8 +11,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from memdir.config import Config, LLMConfig, resolve_api_key
-from memdir.config_choices import register_choice
+from memdir.config.choices import register_choice
+from memdir.config.settings import Config, LLMConfig, resolve_api_key
 from memdir.llm.base import API_KEY_ENV, BASE_URL_ENV, LLM, MODEL_ENV
 from memdir.registry import ProviderRegistry
 

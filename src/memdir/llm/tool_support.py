@@ -21,10 +21,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.errors import WorkspaceError
-from memdir.fileio import atomic_write
 from memdir.llm.base import LLM
+from memdir.workspace.fileio import atomic_write
 
 FILE_NAME = "chat-tools.json"
 FORMAT_VERSION = 1

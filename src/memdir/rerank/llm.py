@@ -16,7 +16,7 @@ from memdir.errors import ProviderResponseError
 from memdir.llm.base import LLM, Message
 from memdir.llm.prompts import load_prompt
 from memdir.rerank.base import RerankDoc
-from memdir.untrusted import escape_untrusted
+from memdir.safety.untrusted import escape_untrusted
 
 #: Characters of each candidate shown to the model.
 DOC_CHARS = 700

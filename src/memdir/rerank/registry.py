@@ -1,6 +1,6 @@
 """Choose a reranker by ``[rerank] provider``; no if/elif chains.
 
-Each factory takes the whole :class:`~memdir.config.Config` (the ``llm`` reranker needs
+Each factory takes the whole :class:`~memdir.config.settings.Config` (the ``llm`` reranker needs
 ``[llm]``) and returns a :class:`~memdir.rerank.base.Reranker`, or None for ``none``. A provider
 that cannot be used raises :class:`~memdir.errors.ProviderUnavailable` saying what to do.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memdir.config import Config, resolve_api_key
-from memdir.config_choices import register_choice
+from memdir.config.choices import register_choice
+from memdir.config.settings import Config, resolve_api_key
 from memdir.errors import ProviderUnavailable
 from memdir.registry import ProviderRegistry
 from memdir.rerank.base import Reranker

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 
 from memdir.search.types import Candidate
-from memdir.workspace import is_daily_log
+from memdir.workspace.layout import is_daily_log
 
 
 def file_date(path: str) -> date | None:

@@ -28,7 +28,7 @@ from functools import lru_cache
 
 from memdir.search.types import Candidate
 from memdir.text import similarity_tokens
-from memdir.workspace import archive_date, file_kind, is_daily_log
+from memdir.workspace.layout import archive_date, file_kind, is_daily_log
 
 #: A quoted line must be this long (normalised) to count: "- done", "ok" are not quotes.
 MIN_QUOTE_CHARS = 16

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memdir.bridge import Bridge
-from memdir.config import SearchConfig
+from memdir.config.settings import SearchConfig
 from memdir.rerank.base import Reranker
 from memdir.search.across import Across
 from memdir.search.legs import QueryEmbeddings

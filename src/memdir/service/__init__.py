@@ -1,6 +1,6 @@
 """The per-user service (``memdir daemon``): one long-running process that keeps each workspace's
-:class:`~memdir.memory.Memory` warm (model, jieba, vector matrix, watcher, background embedding)
-and answers Claude Code's HTTP hooks, MCP over streamable HTTP and the thin-client CLI
+:class:`~memdir.memory.facade.Memory` warm (model, jieba, vector matrix, watcher, background
+embedding) and answers Claude Code's HTTP hooks, MCP over streamable HTTP and the thin-client CLI
 (:mod:`memdir.client`) on 127.0.0.1 with a per-user token. docs/design.md#the-per-user-service.
 
 - :mod:`~memdir.service.state`: its files under ``$MEMDIR_HOME/service/`` (port, pid, token).

@@ -5,7 +5,7 @@ without an MCP client: one HTTP request a call, JSON in and out, behind the same
 and token checks as every other TCP route (:class:`memdir.service.app.Guard`).
 
 - ``POST /v1/tools/<name>?workspace=ABS[&scope=shared]``: a memory tool call (the body is its
-  arguments), answered with what ``memdir serve`` answers (:class:`memdir.mcp_server.MemoryTools`:
+  arguments), answered with what ``memdir serve`` answers (:class:`memdir.mcp.server.MemoryTools`:
   the same contract, limits and time limit); a failed call is 422 ``{"error": "…"}``;
 - ``POST /v1/recall?workspace=ABS``: ``{"prompt"}`` → ``{"block", "citations", "warning"}``,
   the auto-recall block of the Claude Code hooks (``[hooks] recall_*``), fenced as untrusted data;
@@ -33,7 +33,7 @@ from starlette.routing import Route
 from memdir.clock import now
 from memdir.deadline import run_with_timeout
 from memdir.errors import MemdirError
-from memdir.memory_context import recall_for
+from memdir.memory.context import recall_for
 from memdir.service.pool import Pool, PoolFull
 
 #: The largest JSON body these routes read (a turn's messages for capture included).
@@ -181,7 +181,7 @@ def _workspace(request: Request) -> tuple[Path, str] | Response:
     scope = request.query_params.get("scope", "private")
     if not root or not Path(root).is_absolute() or scope not in ("private", "shared"):
         return _error("name the workspace: ?workspace=/absolute/path[&scope=shared]", 400)
-    from memdir.workspace import is_workspace
+    from memdir.workspace.layout import is_workspace
 
     path = Path(root)
     if not path.is_dir() or not is_workspace(path):

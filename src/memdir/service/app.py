@@ -55,7 +55,7 @@ from memdir import __version__
 from memdir.errors import MemdirError
 from memdir.hooks.claude_code import EVENT_COMMANDS
 from memdir.hooks.events import MAX_INPUT_BYTES, run_hook
-from memdir.mcp_server import build_server
+from memdir.mcp.server import build_server
 from memdir.service.agent_routes import agent_routes
 from memdir.service.commands import Declined, decode_request, run_command
 from memdir.service.inspectors import Inspectors, UIEndpoint
@@ -64,7 +64,7 @@ from memdir.service.pool import Pool, PoolFull, WarmWorkspace
 from memdir.service.protocol import ACK, DECLINED
 from memdir.service.team_sync import TICK_S as TEAM_TICK_S
 from memdir.service.team_sync import TeamSyncer
-from memdir.workspace import refuse_home_folder
+from memdir.workspace.layout import refuse_home_folder
 
 log = logging.getLogger("memdir.service")
 #: Seconds between looks for idle workspaces.

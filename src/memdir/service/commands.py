@@ -6,7 +6,7 @@ already absolute), the working directory, the environment, whether stdout and st
 terminals and their size, and stdin. The command runs through the same click code as in a new
 process, with the streams captured (:mod:`memdir.service.capture`), the consoles built from
 the client's environment (colours, width) and :func:`memdir.cli.common.open_memory` lending
-the warm :class:`~memdir.memory.Memory`. The client prints what comes back byte for byte.
+the warm :class:`~memdir.memory.facade.Memory`. The client prints what comes back byte for byte.
 
 The service declines (the client then runs the command itself, with the same result) when the
 client's environment differs from its own in a variable memdir reads (:func:`env_differences`:
@@ -27,9 +27,9 @@ from functools import partial
 from pathlib import Path
 
 from memdir.cli.common import CLIENT_ENV, LENDER
-from memdir.config import Config
+from memdir.config.settings import Config
 from memdir.errors import MemdirError
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.service.capture import captured
 from memdir.service.pool import Pool
 from memdir.service.protocol import PROTOCOL, SERVED, build_id, command_of, encode_answer

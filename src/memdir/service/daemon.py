@@ -26,7 +26,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from memdir import __version__
-from memdir.config import load_config, memdir_home
+from memdir.config.settings import load_config, memdir_home
 from memdir.errors import MemdirError
 from memdir.service import state as files
 from memdir.service import unix_socket

@@ -1,5 +1,5 @@
 """The warm workspaces of the service: per workspace folder and scope, one open
-:class:`~memdir.memory.Memory` with its lock, tools, file watcher and background embedding,
+:class:`~memdir.memory.facade.Memory` with its lock, tools, file watcher and background embedding,
 opened on first use and closed after ``[service] idle_minutes`` without a request; at most
 ``[service] max_workspaces`` of them at once (asking for one more closes the least recently
 used one that no call holds), all watched through one
@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.deadline import abandoned_calls
 from memdir.errors import MemdirError
-from memdir.mcp_server import CALL_TIMEOUT_S, MemoryTools
-from memdir.memory import Memory
+from memdir.mcp.server import CALL_TIMEOUT_S, MemoryTools
+from memdir.memory.facade import Memory
 from memdir.watch import SharedObserver, WorkspaceWatcher
-from memdir.workspace import STATE_DIR
+from memdir.workspace.layout import STATE_DIR
 
 log = logging.getLogger("memdir.service")
 
@@ -49,7 +49,8 @@ class PoolFull(NotServed):
 
 
 def config_files(root: Path) -> tuple[Path, Path]:
-    """The config files a workspace's settings come from (see :func:`memdir.config.load_config`)."""
+    """The config files a workspace's settings come from (see
+    :func:`memdir.config.settings.load_config`)."""
     return memdir_home() / "config.toml", root / STATE_DIR / "config.toml"
 
 

@@ -22,7 +22,7 @@ import socket
 from pathlib import Path
 
 from memdir.errors import MemdirError
-from memdir.fileio import atomic_write
+from memdir.workspace.fileio import atomic_write
 
 #: The port tried first by a home that has none of its own yet (the inspector's is 8765).
 PREFERRED_PORT = 8766

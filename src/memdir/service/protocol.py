@@ -48,7 +48,7 @@ MAX_STDIN_BYTES = 16 * 1024 * 1024
 
 
 def memdir_home() -> str:
-    """``$MEMDIR_HOME`` or ``~/.memdir`` (as :func:`memdir.config.memdir_home`)."""
+    """``$MEMDIR_HOME`` or ``~/.memdir`` (as :func:`memdir.config.settings.memdir_home`)."""
     home = os.environ.get("MEMDIR_HOME")
     return os.path.expanduser(home) if home else os.path.join(os.path.expanduser("~"), ".memdir")
 

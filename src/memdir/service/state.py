@@ -26,10 +26,10 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.errors import MemdirError
-from memdir.fileio import atomic_write
 from memdir.service.protocol import SERVICE_DIR, STATE_FILE, TOKEN_FILE, read_endpoint
+from memdir.workspace.fileio import atomic_write
 
 log = logging.getLogger("memdir.service")
 

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 
 from memdir.audit.where import git_worktree
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.errors import MemdirError
-from memdir.privacy import SecretGuard
+from memdir.safety.privacy import SecretGuard
 from memdir.service.pool import Pool
 from memdir.team import sync_workspace
 from memdir.team.transport import remote_configured
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 
 log = logging.getLogger("memdir.service")
 

@@ -33,10 +33,10 @@ from memdir.audit.git import GitTrail
 from memdir.audit.merge import carry_change
 from memdir.audit.rewrite import read_text, rewrite
 from memdir.errors import MemdirError
-from memdir.fileio import atomic_write
 from memdir.team.merge import merge_file
 from memdir.team.trees import blob_text, changed_paths, commit_of, is_ancestor
-from memdir.workspace import Workspace
+from memdir.workspace.fileio import atomic_write
+from memdir.workspace.layout import Workspace
 
 PLAN_FILE = "team/pending.json"
 #: Regular files only (git's modes of a file and an executable file).

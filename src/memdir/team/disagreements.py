@@ -15,9 +15,9 @@ from typing import Any
 
 from memdir.audit.rewrite import read_text
 from memdir.errors import MemdirError
-from memdir.fileio import locked_append
 from memdir.team.merge import Contradiction
-from memdir.workspace import Workspace
+from memdir.workspace.fileio import locked_append
+from memdir.workspace.layout import Workspace
 
 LOG_FILE = "team/disagreements.jsonl"
 

@@ -23,7 +23,7 @@ from difflib import SequenceMatcher
 
 from memdir.audit.merge import anchor, join_lines, line_key, line_mapping
 from memdir.markdown.sections import parse_sections, split_lines
-from memdir.workspace import MEMORY_FILE
+from memdir.workspace.layout import MEMORY_FILE
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,7 @@ from memdir.audit.lock import workspace_lock
 from memdir.audit.merge import changed_lines
 from memdir.audit.where import git_worktree
 from memdir.errors import WorkspaceError
-from memdir.fileio import atomic_write
-from memdir.privacy import SecretGuard
+from memdir.safety.privacy import SecretGuard
 from memdir.team import disagreements
 from memdir.team.apply import apply_plan, finish_interrupted, plan_move
 from memdir.team.merge import Contradiction
@@ -49,7 +48,8 @@ from memdir.team.trees import (
     merge_base,
     merge_commits,
 )
-from memdir.workspace import Workspace
+from memdir.workspace.fileio import atomic_write
+from memdir.workspace.layout import Workspace
 
 #: How often a sync fetches and merges again when another host pushed first.
 ATTEMPTS = 6

@@ -2,7 +2,7 @@
 by the MCP server, the chat agent and its prompt (:mod:`.contract`), and one way to run a call
 (:mod:`.calls`)."""
 
-from memdir.config import MAX_RESULTS
+from memdir.config.settings import MAX_RESULTS
 from memdir.tools.calls import call_tool, read_capped
 from memdir.tools.contract import (
     FORGET_TOOL,

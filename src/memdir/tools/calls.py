@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from memdir.config import SearchConfig
+from memdir.config.settings import SearchConfig
 from memdir.errors import MemdirError
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.tools.contract import (
     FORGET_TOOL,
     MAX_GET_CHARS,

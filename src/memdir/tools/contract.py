@@ -1,7 +1,7 @@
 """The memory tools, defined once: names, descriptions, JSON schemas and limits.
 
 Every way an agent reaches memdir's memory uses these definitions: the MCP server
-(:mod:`memdir.mcp_server`), the chat agent's native tool calls and its text protocol, and the
+(:mod:`memdir.mcp.server`), the chat agent's native tool calls and its text protocol, and the
 chat prompt (:mod:`memdir.agent`). :func:`memory_tools` builds them for one configuration and
 scope, so a description says what that agent will really get: the default number of results
 and the score threshold come from ``[search]``, and a shared session's tools neither mention
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memdir.config import MAX_RESULTS, SearchConfig
+from memdir.config.settings import MAX_RESULTS, SearchConfig
 from memdir.lifecycle.write import MAX_TEXT_CHARS, SECTIONS, TARGETS
-from memdir.memory import MAX_QUERIES, MAX_QUERY_CHARS
+from memdir.memory.facade import MAX_QUERIES, MAX_QUERY_CHARS
 
 TOOL_NAMES = ("memory_search", "memory_get", "memory_write")
 #: The destructive tool, offered only when asked for (the MCP server, in a private session).

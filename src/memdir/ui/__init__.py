@@ -4,7 +4,7 @@ Pages (each with a JSON twin under ``/api/``): search with each score's parts, t
 files with line anchors, the index's state, dreaming (recall counts, factor scores, gates, the
 MEMORY.md budget, a preview and, when allowed, a confirmed apply) and the history of automatic
 writes. Built on Starlette, uvicorn and Jinja2 (all in the default install), over the same
-:class:`~memdir.memory.Memory` as the CLI and the MCP server. Every request needs a session
+:class:`~memdir.memory.facade.Memory` as the CLI and the MCP server. Every request needs a session
 opened by the one-time sign-in link ``memdir ui`` prints (:mod:`memdir.ui.access`,
 :mod:`memdir.ui.security`).
 """

@@ -5,7 +5,7 @@ Every page has a JSON twin under ``/api/`` (the same data, for tools and tests) 
 an HTML fragment (``?partial=1``) that the page's script swaps in for live updates, so each
 piece of HTML is rendered by one Jinja template, with autoescaping, on the server.
 
-All reads and writes go through the one :class:`~memdir.memory.Memory` the app was made with,
+All reads and writes go through the one :class:`~memdir.memory.facade.Memory` the app was made with,
 one call at a time (its index connection is shared by the worker threads).
 """
 
@@ -22,7 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memdir.errors import MemdirError, PathNotAllowed, QueryError, ReadOnly
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.ui.inspector import Inspector, UIOptions, inspector
 from memdir.ui.security import Guard
 from memdir.ui.views import dreaming, files, history, index, review, search

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from memdir import __version__
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.ui import present
 from memdir.ui.access import Access, Confirmations
 from memdir.ui.security import LOOPBACK_NAMES

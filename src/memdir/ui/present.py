@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
-from memdir.config import SearchConfig
+from memdir.config.settings import SearchConfig
 from memdir.text import term_spans
 
 #: Labels of the ``--explain`` parts of a search score, in the order they are shown; parts not

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memdir.errors import MemdirError
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.ui.app import create_app
 from memdir.ui.inspector import UIOptions
 from memdir.ui.security import LOOPBACK_NAMES, is_loopback

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memdir.index.manager import IndexManager, IndexSettings
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.index.conftest import drop_workspaces, workspace_ids
 
 

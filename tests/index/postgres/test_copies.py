@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memdir import FakeEmbedder, Memory, init_workspace
-from memdir.config import load_config
+from memdir.config.settings import load_config
 from memdir.index.postgres import lifecycle as pg_lifecycle
 from memdir.index.postgres import vectors as pg_vectors
 from memdir.index.postgres.schema import (

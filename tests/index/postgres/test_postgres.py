@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from memdir import FakeEmbedder, Memory, init_workspace
-from memdir.config import IndexConfig, index_url, load_config
+from memdir.config.settings import IndexConfig, index_url, load_config
 from memdir.errors import ConfigError, IndexStoreError
 from memdir.index.base import IndexBackend, KeywordQuery
 from memdir.index.bm25 import bm25_term, lucene_idf
 from memdir.index.location import default_workspace_id
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.text import index_tokens, query_terms
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import memory_chunks, write
 from tests.index.postgres.conftest import PgHelper
 

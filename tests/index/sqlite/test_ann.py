@@ -15,7 +15,7 @@ from memdir.index.manager import IndexManager
 from memdir.index.sqlite import ann
 from memdir.index.sqlite.ann import SIDECAR, AnnVectorSearch
 from memdir.index.sqlite.ann_file import MAGIC, Base, delta_path, read_base, write_base
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 WORDS = [f"w{i}" for i in range(300)]

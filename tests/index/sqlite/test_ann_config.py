@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder
-from memdir.config import ConfigError, IndexConfig, load_config
+from memdir.config.settings import ConfigError, IndexConfig, load_config
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sqlite.ann import AnnVectorSearch
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 

@@ -14,7 +14,7 @@ from memdir.index.bm25 import term_idf
 from memdir.index.manager import IndexManager
 from memdir.index.sqlite import fts
 from memdir.index.sqlite.store import SqliteStore
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig
+from memdir.config.settings import ChunkingConfig
 from memdir.index.manager import IndexManager, IndexSettings
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 

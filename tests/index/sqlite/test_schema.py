@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from memdir import FakeEmbedder, Memory
-from memdir.config import ChunkingConfig, load_config
+from memdir.config.settings import ChunkingConfig, load_config
 from memdir.index.sqlite.codec import FLOAT16, INT8
 from memdir.index.sqlite.schema import CENTRE_AFTER, MIGRATIONS, SCHEMA_VERSION
 from memdir.index.sync import chunk_file

@@ -13,7 +13,7 @@ from memdir import FakeEmbedder
 from memdir.index.manager import IndexManager
 from memdir.index.sqlite.codec import decode, encode
 from memdir.index.sqlite.store import SqliteStore
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from memdir import FakeEmbedder
-from memdir.config import IndexConfig
-from memdir.config_choices import allowed_values
+from memdir.config.choices import allowed_values
+from memdir.config.settings import IndexConfig
 from memdir.errors import ConfigError
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sqlite import codec, embeddings
@@ -20,7 +20,7 @@ from memdir.index.sqlite.vectors import (
     NumpyVectorSearch,
     create_vector_search,
 )
-from memdir.workspace import Workspace
+from memdir.workspace.layout import Workspace
 from tests.helpers import write
 
 WORDS = [

@@ -37,16 +37,16 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.embeddings.base import Vectors
 from memdir.errors import DiskFull, IndexStoreError
-from memdir.fileio import DISK_FULL, pid_alive
 from memdir.index.base import IndexBackend, LifecycleOptions
 from memdir.index.sqlite.ann import AnnVectorSearch
 from memdir.index.sqlite.salvage import read_cache, salvage_cache, write_cache
 from memdir.index.sqlite.schema import DATA_VERSION
 from memdir.index.sqlite.store import SqliteStore
 from memdir.index.sqlite.vectors import SqliteVectorSearch, create_vector_search
+from memdir.workspace.fileio import DISK_FULL, pid_alive
 
 #: The index file's name in the state folder.
 INDEX_NAME = "index.sqlite"

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from memdir.dreaming import DreamReport
 from memdir.errors import QueryError
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.ui.inspector import inspector
 
 GATES = ("manual", "schedule")

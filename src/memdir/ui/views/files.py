@@ -15,10 +15,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from memdir.errors import QueryError
-from memdir.memory import Memory
-from memdir.memory_browse import GetResult, MemoryFile
+from memdir.memory.browse import GetResult, MemoryFile
+from memdir.memory.facade import Memory
 from memdir.ui.inspector import inspector
-from memdir.workspace import MEMORY_FILE
+from memdir.workspace.layout import MEMORY_FILE
 
 #: Lines shown on one page of a file view; longer files get previous/next links.
 PAGE_LINES = 2000

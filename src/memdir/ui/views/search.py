@@ -12,7 +12,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memdir.config import MAX_RESULTS
+from memdir.config.settings import MAX_RESULTS
 from memdir.errors import QueryError
 from memdir.search.types import SearchResponse
 from memdir.ui import present

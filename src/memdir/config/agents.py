@@ -1,6 +1,6 @@
 """The settings of the ways an agent meets memdir outside the library: Claude Code's hooks
-(``[hooks]``) and the per-user service (``[service]``); :mod:`memdir.config` loads them with the
-rest (docs/design.md#config).
+(``[hooks]``) and the per-user service (``[service]``); :mod:`memdir.config.settings` loads them
+with the rest (docs/design.md#config).
 """
 
 from __future__ import annotations

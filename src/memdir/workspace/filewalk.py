@@ -1,7 +1,8 @@
 """Listing the Markdown files of a folder the way the path policy wants it
 (docs/design.md#path-safety): no symlink followed, FIFOs, sockets and devices and names that are
-not UTF-8 skipped with a reason, iterative and depth-bounded. :meth:`memdir.workspace.Workspace.
-iter_files` uses it for MEMORY.md, ``memory/``, ``skills/`` and the extra paths.
+not UTF-8 skipped with a reason, iterative and depth-bounded.
+:meth:`memdir.workspace.layout.Workspace.iter_files` uses it for MEMORY.md, ``memory/``,
+``skills/`` and the extra paths.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 
-from memdir.fileio import describe_mode
+from memdir.workspace.fileio import describe_mode
 
 #: ``(path as shown, why it was skipped)`` of an entry the walk could not index.
 Skipped = tuple[str, str]

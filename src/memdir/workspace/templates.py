@@ -13,7 +13,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from memdir.errors import WorkspaceError
-from memdir.workspace import (
+from memdir.workspace.layout import (
     AGENTS_FILE,
     MEMORY_DIR,
     MEMORY_FILE,

@@ -4,7 +4,7 @@ daily notes, the auto-recall block, and the memory another agent's session start
 - **Bootstrap files**: AGENTS.md, USER.md, then MEMORY.md, each capped at
   :data:`FILE_CHAR_CAP` characters and :data:`TOTAL_CHAR_CAP` in all. An over-long file keeps
   its first 70% and last 20% around a marker naming the file to read in full. A shared (group)
-  session gets neither MEMORY.md nor USER.md: the same files :class:`~memdir.memory.Memory`
+  session gets neither MEMORY.md nor USER.md: the same files :class:`~memdir.memory.facade.Memory`
   hides from a shared ``memory_search`` and ``memory_get``.
 - **Daily notes** at session start: today's and yesterday's logs, :data:`DAILY_FILE_CAP` chars a
   file and :data:`DAILY_TOTAL_CAP` in all (the newest lines are kept), quoted and escaped inside
@@ -12,7 +12,7 @@ daily notes, the auto-recall block, and the memory another agent's session start
 - **Auto-recall** per user message: the top :data:`RECALL_LIMIT` search hits scoring at least
   :data:`RECALL_MIN_SCORE`, escaped inside ``<relevant-memories>`` and marked as untrusted
   historical data; a snippet that reads like an instruction to the model
-  (:func:`~memdir.untrusted.looks_like_injection`, in any language and disguise) is marked
+  (:func:`~memdir.safety.untrusted.looks_like_injection`, in any language and disguise) is marked
   with :data:`INSTRUCTION_MARK` too. Messages shorter than :data:`RECALL_MIN_CHARS` characters
   recall nothing.
 - **Another agent's session** (Claude Code, through its hooks): :func:`session_memory_context`
@@ -21,7 +21,7 @@ daily notes, the auto-recall block, and the memory another agent's session start
 
 The chat agent (:mod:`memdir.agent.context`) and Claude Code's hooks (:mod:`memdir.hooks.events`)
 both assemble what they send from here, below them both. Every file's text, every snippet,
-citation, file name and heading goes through :func:`~memdir.untrusted.escape_untrusted`,
+citation, file name and heading goes through :func:`~memdir.safety.untrusted.escape_untrusted`,
 AGENTS.md included: no text from the workspace can close its block or open a fake one, and a
 file name cannot start a line of its own.
 """
@@ -33,15 +33,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memdir.config import MAX_RESULTS
+from memdir.config.settings import MAX_RESULTS
 from memdir.errors import MemdirError
-from memdir.memory_browse import PRIVATE_FILES
+from memdir.memory.browse import PRIVATE_FILES
+from memdir.safety.untrusted import escape_untrusted, looks_like_injection
 from memdir.search.prompts import recall_query
-from memdir.untrusted import escape_untrusted, looks_like_injection
-from memdir.workspace import AGENTS_FILE, MEMORY_DIR, MEMORY_FILE, USER_FILE, Workspace
+from memdir.workspace.layout import AGENTS_FILE, MEMORY_DIR, MEMORY_FILE, USER_FILE, Workspace
 
 if TYPE_CHECKING:
-    from memdir.memory import Memory
+    from memdir.memory.facade import Memory
 
 #: The files an agent's prompt starts with, in order.
 BOOTSTRAP_FILES = (AGENTS_FILE, USER_FILE, MEMORY_FILE)
@@ -99,7 +99,7 @@ def bootstrap_sections(
 ) -> list[tuple[str, str]]:
     """``(file name, text)`` of the bootstrap files (``names``), in order, each within its caps.
 
-    The text is escaped (:func:`~memdir.untrusted.escape_untrusted`) before it is capped, so
+    The text is escaped (:func:`~memdir.safety.untrusted.escape_untrusted`) before it is capped, so
     the caps hold for what the model is shown. Missing, empty or unreadable files are left out.
     """
     out: list[tuple[str, str]] = []

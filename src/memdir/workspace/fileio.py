@@ -13,7 +13,7 @@
   a read-only file system or a permission forbids is a :class:`~memdir.errors.ReadOnly` error
   naming what cannot be written, not an ``OSError``.
 
-Which paths may be read or written at all is decided by :class:`memdir.workspace.Workspace`;
+Which paths may be read or written at all is decided by :class:`memdir.workspace.layout.Workspace`;
 these functions only make sure the file they touch is the regular file that was checked.
 """
 

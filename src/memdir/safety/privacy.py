@@ -11,7 +11,7 @@ dream promotions) and, per ``[privacy] secrets``:
   token in a long conversation does not lose the rest.
 - ``off``: nothing is checked.
 
-The detectors (:mod:`memdir.secret_detectors`, sources there) are token formats published by
+The detectors (:mod:`memdir.safety.secret_detectors`, sources there) are token formats published by
 their issuers and patterns widely used by secret scanners: OpenAI, Anthropic, GitHub, AWS key
 ids and secret keys, Slack, npm, Hugging Face, DigitalOcean, Google and GCP, Azure, Stripe,
 JWTs, PEM private keys, passwords in URLs, bearer tokens; phrasing in English and Chinese:
@@ -40,9 +40,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memdir.config import SECRET_ACTIONS
+from memdir.config.settings import SECRET_ACTIONS
 from memdir.errors import ConfigError, MemdirError
-from memdir.secret_detectors import Detector, detectors
+from memdir.safety.secret_detectors import Detector, detectors
 
 REDACTED = "[REDACTED:{kind}]"
 

@@ -20,7 +20,7 @@ reads — sits inside a fence (``<memdir-memory>``, ``<relevant-memories>``, ``<
 Look-alikes of the brackets (full-width ``＜＞``, ``〈〉``, ``‹›``) are left as written: they
 cannot close a fence for any parser, and escaping them would change ordinary Chinese text.
 
-Writers are stricter than the display: :func:`looks_like_injection` (:mod:`memdir.injection`,
+Writers are stricter than the display: :func:`looks_like_injection` (:mod:`memdir.safety.injection`,
 re-exported here) is the check auto-capture, the memory flush, extraction and dreaming apply
 before a line reaches a memory file, in any language and disguise.
 """
@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memdir.injection import injection_match, looks_like_injection
+from memdir.safety.injection import injection_match, looks_like_injection
 
 __all__ = [
     "escape_untrusted",

@@ -4,8 +4,8 @@ docs/design.md#memory-is-data).
 What memdir writes on its own — auto-capture, the memory flush, extraction, dream promotions —
 never holds a line that reads like an instruction to the model that will read it back, and the
 recall block marks a snippet that does. :func:`injection_match` reads the text the ways a model
-could read it and tries the patterns of :mod:`memdir.injection_patterns` (an imperative and its
-target, in English, Chinese, French, German, Spanish, Portuguese, Italian, Russian, Japanese
+could read it and tries the patterns of :mod:`memdir.safety.injection_patterns` (an imperative and
+its target, in English, Chinese, French, German, Spanish, Portuguese, Italian, Russian, Japanese
 and Korean; tags; a shell that runs a download) on each reading:
 
 1. as a model sees through markup (:func:`as_read`): HTML entities decoded twice, invisible
@@ -23,7 +23,7 @@ and Korean; tags; a shell that runs a download) on each reading:
    and runs of spaces made one; and letters spelled out one by one with single spaces, words
    and all ("i g n o r e a l l p r e v i o u s …", as a promoted block reads once its spaces
    are collapsed), joined into one run tried on a few phrases that need no space
-   (:data:`memdir.injection_patterns.SPELLED`).
+   (:data:`memdir.safety.injection_patterns.SPELLED`).
 
 Why patterns and not a library: the maintained libraries made for this (LLM Guard, Rebuff)
 run a classifier model downloaded from a hub or call a service, and memdir runs offline with no
@@ -38,7 +38,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from memdir.injection_patterns import patterns, spelled_patterns
+from memdir.safety.injection_patterns import patterns, spelled_patterns
 
 __all__ = ["as_read", "injection_match", "looks_like_injection", "readings"]
 

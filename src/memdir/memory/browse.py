@@ -1,4 +1,4 @@
-"""Reading through the :class:`~memdir.memory.Memory` facade: a memory file's lines under the
+"""Reading through the :class:`~memdir.memory.facade.Memory` facade: a memory file's lines under the
 path policy and the privacy scope (``memory_get``), and what a person browses in ``memdir ui``
 (the workspace's files, MEMORY.md's budget, the history of automatic writes).
 
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memdir.errors import PathNotAllowed, QueryError, WorkspaceError
-from memdir.fileio import read_regular_file
 from memdir.index.sync import decode_markdown
-from memdir.workspace import (
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import (
     MEMORY_FILE,
     OWNER_FILES,
     USER_FILE,
@@ -74,7 +74,7 @@ class MemoryFile:
 
     Attributes:
         path: workspace-relative path (absolute for an extra path outside the workspace).
-        kind: see :func:`memdir.workspace.file_kind`; ``extra`` for configured extra paths.
+        kind: see :func:`memdir.workspace.layout.file_kind`; ``extra`` for configured extra paths.
         day: the date of a daily log or session archive, else None.
         size: bytes.
         mtime: modification time (seconds since the epoch).
@@ -120,7 +120,7 @@ class _Reader(Protocol):
 
 
 class BrowseMixin:
-    """``Memory``'s reading methods besides :meth:`~memdir.memory.Memory.get`."""
+    """``Memory``'s reading methods besides :meth:`~memdir.memory.facade.Memory.get`."""
 
     def _memory_path(self: _Reader, path: str) -> tuple[Path, str]:
         """Where a ``memory_get`` path points and how it is shown (the policy of

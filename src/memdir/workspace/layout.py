@@ -3,9 +3,9 @@
 :class:`Workspace` decides which paths may be touched: :meth:`Workspace.resolve_memory_path` for
 every path that comes from outside (a tool call, the CLI), :meth:`Workspace.iter_files` for what
 is indexed, :meth:`Workspace.write_path` for every writer. The bytes then move through
-:mod:`memdir.fileio` (no symlink followed, no FIFO or device opened, atomic replace or locked
-append). Limits, written down in docs/reliability.md: a hard link inside the workspace to a file
-elsewhere is indistinguishable from a regular file and is read and written like one.
+:mod:`memdir.workspace.fileio` (no symlink followed, no FIFO or device opened, atomic replace or
+locked append). Limits, written down in docs/reliability.md: a hard link inside the workspace to a
+file elsewhere is indistinguishable from a regular file and is read and written like one.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
 
-from memdir.config import memdir_home
+from memdir.config.settings import memdir_home
 from memdir.errors import PathNotAllowed, WorkspaceError
-from memdir.fileio import (
+from memdir.safety.privacy import DEFAULT_GUARD, SecretGuard
+from memdir.workspace.fileio import (
     atomic_write,
     check_replaceable,
     clean_stale_temp_files,
@@ -29,8 +30,8 @@ from memdir.fileio import (
     locked_append,
     read_regular_file,
 )
-from memdir.fileswap import Swap, replace_unless_changed
-from memdir.filewalk import (
+from memdir.workspace.fileswap import Swap, replace_unless_changed
+from memdir.workspace.filewalk import (
     Skipped,
     ignore_skipped,
     note_folder,
@@ -38,7 +39,6 @@ from memdir.filewalk import (
     walk_file_or_folder,
     walk_markdown,
 )
-from memdir.privacy import DEFAULT_GUARD, SecretGuard
 
 STATE_DIR = ".memdir"
 MEMORY_FILE = "MEMORY.md"
@@ -154,7 +154,7 @@ class Workspace:
     - Reads of a caller's path (a tool call, the CLI): :meth:`resolve_memory_path`.
     - The files to index: :meth:`iter_files` (no symlink followed, special files and names that
       are not UTF-8 skipped with a reason, folders nested deeper than
-      :data:`~memdir.filewalk.MAX_FOLDER_DEPTH` not entered).
+      :data:`~memdir.workspace.filewalk.MAX_FOLDER_DEPTH` not entered).
     - Writes: :meth:`write_path` for the target, then :meth:`replace_file` or
       :meth:`append_file` (never through a symlink, never into a special file).
     - Configured extra paths are resolved once here; one that a symlink leads out of the
@@ -199,7 +199,7 @@ class Workspace:
         #: Configured paths that were refused, and why (``memdir status`` lists them).
         self.warnings: list[str] = []
         self.extra_paths = self._checked_extra_paths(extra_paths)
-        #: The secrets check every automatic write applies (:mod:`memdir.privacy`).
+        #: The secrets check every automatic write applies (:mod:`memdir.safety.privacy`).
         self.secrets = secrets if secrets is not None else DEFAULT_GUARD
         #: Writes prepared by :meth:`write_path` (the index's freshness check: design.md#index).
         self.writes = 0
@@ -428,7 +428,8 @@ class Workspace:
         return target
 
     def replace_file(self, rel: str, text: str) -> Path:
-        """Replace ``rel`` atomically (:func:`~memdir.fileio.atomic_write`); returns its path."""
+        """Replace ``rel`` atomically (:func:`~memdir.workspace.fileio.atomic_write`); returns its
+        path."""
         path = self.write_path(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text, tmp_dir=self.tmp_dir)
@@ -437,8 +438,8 @@ class Workspace:
     def update_file(self, rel: str, expected: str | None, text: str) -> Swap:
         """Replace ``rel`` with ``text`` if it still holds ``expected`` (None: if it does not
         exist), keeping what others append to it meanwhile
-        (:func:`~memdir.fileswap.replace_unless_changed`; texts as UTF-8, a byte that is not
-        kept as a surrogate)."""
+        (:func:`~memdir.workspace.fileswap.replace_unless_changed`; texts as UTF-8, a byte that is
+        not kept as a surrogate)."""
         path = self.write_path(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         old = None if expected is None else expected.encode("utf-8", "surrogateescape")
@@ -446,8 +447,8 @@ class Workspace:
         return replace_unless_changed(path, old, new, tmp_dir=self.tmp_dir)
 
     def append_file(self, rel: str, text: str) -> int:
-        """Append to ``rel`` under its lock (:func:`~memdir.fileio.locked_append`); returns the
-        1-based line where ``text`` starts."""
+        """Append to ``rel`` under its lock (:func:`~memdir.workspace.fileio.locked_append`);
+        returns the 1-based line where ``text`` starts."""
         return locked_append(self.write_path(rel), text, lock_dir=self.lock_dir)
 
     def clean_stale_files(self) -> list[str]:
@@ -559,5 +560,5 @@ def _checked_target(candidate: Path, base: Path, shown: str) -> Path:
     return candidate
 
 
-#: ``Skipped`` is the walk's (:mod:`memdir.filewalk`); the index imports it from here.
+#: ``Skipped`` is the walk's (:mod:`memdir.workspace.filewalk`); the index imports it from here.
 __all__ = ["FileEntry", "Skipped", "Workspace", "is_daily_log"]

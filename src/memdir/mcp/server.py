@@ -20,7 +20,7 @@ answers with an error while its work finishes in the background); calls that use
 others; every reply is capped (:data:`MAX_REPLY_CHARS`; ``memory_get`` pages by the contract's
 limits, resources at :data:`~memdir.tools.MAX_GET_CHARS`) with a note on how to read on; and
 every request line gets an answer, a JSON-RPC error for one that cannot be read
-(:mod:`memdir.mcp_stdio`).
+(:mod:`memdir.mcp.stdio`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from memdir import __version__
 from memdir.clock import now
 from memdir.deadline import CallTimedOut, run_with_timeout
 from memdir.errors import MemdirError, PathNotAllowed, ProviderUnavailable
-from memdir.memory import Memory
+from memdir.memory.facade import Memory
 from memdir.tools import MAX_GET_CHARS, SERVER_INSTRUCTIONS, call_tool, memory_tools
 from memdir.watch import WorkspaceWatcher, retry_when_busy
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE
+from memdir.workspace.layout import MEMORY_DIR, MEMORY_FILE
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -372,7 +372,7 @@ def serve_stdio(memory: Memory, *, watch: bool = True) -> None:
 
     # memdir's own transport, not the SDK's: it answers a request line the SDK cannot read
     # (a lone surrogate, bytes that are not UTF-8) instead of dropping it without a word.
-    from memdir.mcp_stdio import stdio_transport
+    from memdir.mcp.stdio import stdio_transport
 
     async def run() -> None:
         async with stdio_transport() as (read_stream, write_stream):

@@ -1,4 +1,4 @@
-"""The governance methods of the :class:`~memdir.memory.Memory` facade: the history of
+"""The governance methods of the :class:`~memdir.memory.facade.Memory` facade: the history of
 automatic writes (``memdir log``), ``memdir forget`` and ``memdir review``
 (docs/governance.md).
 
@@ -13,11 +13,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memdir.clock import now
-from memdir.config import Config
+from memdir.config.settings import Config
 from memdir.errors import MemdirError, PathNotAllowed, QueryError
 from memdir.index.sync import scan_dirty
-from memdir.memory_browse import PRIVATE_FILES
-from memdir.workspace import Workspace
+from memdir.memory.browse import PRIVATE_FILES
+from memdir.workspace.layout import Workspace
 
 if TYPE_CHECKING:
     from memdir.audit import AuditRecord
@@ -204,7 +204,7 @@ class GovernanceMixin:
             WorkspaceError: see :func:`memdir.team.sync_workspace`.
             PathNotAllowed: in a shared session.
         """
-        from memdir.privacy import SecretGuard
+        from memdir.safety.privacy import SecretGuard
         from memdir.team import sync_workspace
 
         if self.scope == "shared":

@@ -1,6 +1,6 @@
-"""The writing methods of the :class:`~memdir.memory.Memory` facade (docs/design.md#lifecycle):
-``memory_write``, dreaming, and what a conversation leaves in memory — extraction, the memory
-flush before a compaction, the session archive and auto-capture.
+"""The writing methods of the :class:`~memdir.memory.facade.Memory` facade
+(docs/design.md#lifecycle): ``memory_write``, dreaming, and what a conversation leaves in memory —
+extraction, the memory flush before a compaction, the session archive and auto-capture.
 
 Every way in that runs the lifecycle (the chat agent, Claude Code's hooks, the CLI) calls these
 methods: the workspace, the clock and the providers are the facade's business, not theirs.
@@ -15,10 +15,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memdir.clock import now
-from memdir.config import Config
+from memdir.config.settings import Config
 from memdir.embeddings.base import Embedder
 from memdir.errors import MemdirError, PathNotAllowed
-from memdir.workspace import MEMORY_FILE, Workspace
+from memdir.workspace.layout import MEMORY_FILE, Workspace
 
 if TYPE_CHECKING:  # imported where used: a search loads none of them
     from memdir.dreaming.phases import DreamReport
@@ -63,8 +63,8 @@ class LifecycleMixin:
         """``memory_write``: append a fact to today's daily log (``target="daily"``) or add it to
         a MEMORY.md ``section`` (``target="memory"``), skipping duplicates.
 
-        The next :meth:`~memdir.memory.Memory.search` finds it (changed files are indexed before
-        every search). The write is recorded in the audit trail as ``write: via <via>``.
+        The next :meth:`~memdir.memory.facade.Memory.search` finds it (changed files are indexed
+        before every search). The write is recorded in the audit trail as ``write: via <via>``.
 
         Raises:
             PathNotAllowed: ``target="memory"`` in a shared session.

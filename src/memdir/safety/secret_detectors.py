@@ -1,4 +1,4 @@
-"""The detectors of :mod:`memdir.privacy`: token formats, keyword phrases, and the general
+"""The detectors of :mod:`memdir.safety.privacy`: token formats, keyword phrases, and the general
 rules (a keyword near a value, a long random-looking string).
 
 Formats and phrases are listed with their sources where :data:`DETECTORS` is built; the

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from memdir.config_agents import CLAUDE_CODE_HOOK_CHARS as CLAUDE_CODE_HOOK_CHARS
-from memdir.config_agents import MAX_RESULTS as MAX_RESULTS
-from memdir.config_agents import HooksConfig as HooksConfig
-from memdir.config_agents import ServiceConfig as ServiceConfig
-from memdir.config_agents import TeamConfig as TeamConfig
-from memdir.config_choices import (
+from memdir.config.agents import CLAUDE_CODE_HOOK_CHARS as CLAUDE_CODE_HOOK_CHARS
+from memdir.config.agents import MAX_RESULTS as MAX_RESULTS
+from memdir.config.agents import HooksConfig as HooksConfig
+from memdir.config.agents import ServiceConfig as ServiceConfig
+from memdir.config.agents import TeamConfig as TeamConfig
+from memdir.config.choices import (
     CHOICES,
     LOCAL_EMBEDDING_MODELS,
     check_choice,
@@ -40,9 +40,9 @@ from memdir.config_choices import (
     check_index_url,
     check_index_values,
 )
-from memdir.config_trust import check_workspace_config
+from memdir.config.trust import check_workspace_config
 from memdir.errors import ConfigError, ProviderUnavailable
-from memdir.fileio import read_regular_file
+from memdir.workspace.fileio import read_regular_file
 
 
 @dataclass(frozen=True)
@@ -343,13 +343,13 @@ class LLMConfig:
             raise ConfigError("llm: need " + ", ".join(problems))
 
 
-#: ``privacy.secrets`` values (see :mod:`memdir.privacy`).
+#: ``privacy.secrets`` values (see :mod:`memdir.safety.privacy`).
 SECRET_ACTIONS = CHOICES["privacy.secrets"]
 
 
 @dataclass(frozen=True)
 class PrivacyConfig:
-    """What memdir does with secrets in text it writes on its own (:mod:`memdir.privacy`).
+    """What memdir does with secrets in text it writes on its own (:mod:`memdir.safety.privacy`).
 
     ``secrets``: ``redact`` (default: replaced by ``[REDACTED:<kind>]``), ``refuse`` (a fact
     holding one is not written; archives and promotions are still redacted) or ``off``.

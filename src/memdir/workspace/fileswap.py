@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from memdir.fileio import (
+from memdir.workspace.fileio import (
     READ_ONLY_ERRNOS,
     append_whole,
     check_replaceable,

@@ -1,8 +1,8 @@
 """The allowed values of every enumerated configuration setting, and their checks.
 
 :data:`CHOICES` is the one list; a program that registers a provider adds its name with
-:func:`register_choice`. :mod:`memdir.config` checks every value against it when a config loads
-(docs/design.md#config), so a typo stops memdir at once with the key, the value and the
+:func:`register_choice`. :mod:`memdir.config.settings` checks every value against it when a config
+loads (docs/design.md#config), so a typo stops memdir at once with the key, the value and the
 allowed values.
 """
 

@@ -1,6 +1,6 @@
-"""What reads like a prompt injection, by language: the patterns of :mod:`memdir.injection`.
+"""What reads like a prompt injection, by language: the patterns of :mod:`memdir.safety.injection`.
 
-Each pattern is an imperative and its target, written for text as :func:`memdir.injection.
+Each pattern is an imperative and its target, written for text as :func:`memdir.safety.injection.
 readings` gives it: case folded (so the patterns are lower case and compiled without
 ``re.IGNORECASE``, three times faster), Latin letters without accents (``precedentes`` matches
 "précédentes", ``schlussel`` "Schlüssel"), look-alike letters of other scripts folded to Latin,

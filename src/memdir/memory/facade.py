@@ -25,24 +25,23 @@ from typing import Any
 from memdir.bridge import default_bridge
 from memdir.bridge import prepare as prepare_bridge
 from memdir.clock import now
-from memdir.config import MAX_RESULTS, Config, default_workspace, load_config
+from memdir.config.settings import MAX_RESULTS, Config, default_workspace, load_config
 from memdir.dreaming.store import RECALL_NAME, RecallStore, record_recalls
 from memdir.embeddings.base import Embedder, Vectors
 from memdir.embeddings.companion import companion_for, language_means
 from memdir.embeddings.registry import create_embedder
 from memdir.errors import MemdirError, ProviderError, QueryError
-from memdir.fileio import read_regular_file
 from memdir.index.background import BackgroundEmbedder, EmbedProgress
 from memdir.index.base import SharedCopies
 from memdir.index.manager import IndexManager, IndexSettings
 from memdir.index.sync import Progress, SyncReport, decode_markdown, embed_rate, scan_dirty
 from memdir.index.unindexed import Unindexed, find_unindexed
 from memdir.markdown.structure import PACK_TOKENS
-from memdir.memory_browse import PRIVATE_FILES, BrowseMixin, GetResult, copy_lines, read_lines
-from memdir.memory_governance import GovernanceMixin
-from memdir.memory_lifecycle import LifecycleMixin
-from memdir.privacy import SecretGuard
+from memdir.memory.browse import PRIVATE_FILES, BrowseMixin, GetResult, copy_lines, read_lines
+from memdir.memory.governance import GovernanceMixin
+from memdir.memory.lifecycle import LifecycleMixin
 from memdir.rerank import Reranker, create_reranker
+from memdir.safety.privacy import SecretGuard
 from memdir.search.across import Across, LanguageMeans
 from memdir.search.legs import QueryEmbeddings
 from memdir.search.pipeline import run_search
@@ -50,7 +49,15 @@ from memdir.search.plan import SearchPlan, query_parts
 from memdir.search.relevance import calibration_for
 from memdir.search.types import EmbedMissing, SearchResponse
 from memdir.text import has_cjk, load_segmenter
-from memdir.workspace import MEMORY_DIR, MEMORY_FILE, USER_FILE, Skipped, Workspace, file_kind
+from memdir.workspace.fileio import read_regular_file
+from memdir.workspace.layout import (
+    MEMORY_DIR,
+    MEMORY_FILE,
+    USER_FILE,
+    Skipped,
+    Workspace,
+    file_kind,
+)
 
 SCOPES = ("private", "shared")
 #: The longest query accepted (characters); longer ones are refused, not truncated silently.
@@ -66,7 +73,7 @@ class Memory(BrowseMixin, GovernanceMixin, LifecycleMixin):
 
     Args:
         workspace: the workspace folder; default ``MEMDIR_WORKSPACE`` or ``~/.memdir/workspace``.
-        config: settings; default :func:`memdir.config.load_config` for this workspace.
+        config: settings; default :func:`memdir.config.settings.load_config` for this workspace.
         embedder: the embedding provider; default built from ``config.embedding``.
         reranker: the rerank stage's reranker; default built from ``config.rerank``
             (``provider = "none"`` for no rerank stage).
