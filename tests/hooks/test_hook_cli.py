@@ -147,3 +147,52 @@ def test_a_detached_hook_answers_at_once_and_archives_after(
     while not archive.is_file() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert "- session: " in archive.read_text(encoding="utf-8")
+
+
+def test_the_plugins_default_workspace_is_made_at_first_use_and_no_other(
+    isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's plugin runs `memdir serve` and `memdir hook …` on the default workspace;
+    a person who installed it without `memdir init ~/.memdir/workspace` met "Failed to
+    connect" in `claude mcp list` and hooks that did nothing."""
+    monkeypatch.delenv("MEMDIR_WORKSPACE", raising=False)
+    default = isolated_env / "workspace"
+    prompt = json.dumps({"session_id": "s1", "prompt": "which port does staging use?"})
+    done = CliRunner().invoke(cli, ["hook", "user-prompt-submit"], input=prompt)
+    assert done.exit_code == 0
+    assert f"created the default workspace {default}" in done.stderr
+    assert (default / "MEMORY.md").is_file() and (default / "memory").is_dir()
+    again = CliRunner().invoke(cli, ["hook", "user-prompt-submit"], input=prompt)
+    assert again.exit_code == 0 and "created" not in again.stderr
+
+    named = tmp_path / "typo-notes"
+    other = CliRunner().invoke(cli, ["-w", str(named), "hook", "session-start"], input="{}")
+    assert other.exit_code == 0 and "does not exist: run `memdir init" in other.stderr
+    assert not named.exists()
+
+
+def test_memdir_serve_makes_the_default_workspace_and_answers(isolated_env: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MEMDIR_WORKSPACE"}
+    env["MEMDIR_HOME"] = str(isolated_env)
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "memdir", "serve", "--no-watch"],
+        input=json.dumps(request) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert "created the default workspace" in done.stderr, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "memdir"
+    assert (isolated_env / "workspace" / "MEMORY.md").is_file()

@@ -101,3 +101,11 @@ def test_the_repository_is_a_claude_code_marketplace_whose_plugin_runs_memdir(
         assert "failed" not in mcp.stdout + mcp.stderr, mcp.stdout + mcp.stderr
         line = next(x for x in mcp.stdout.splitlines() if "memdir" in x)
         assert "Connected" in line, mcp.stdout
+
+        # Installed without `memdir init`: the default workspace is made at first use.
+        del env["MEMDIR_WORKSPACE"]
+        assert not (isolated_env / "workspace").exists()
+        mcp = run("mcp", "list", timeout=180)
+        line = next(x for x in mcp.stdout.splitlines() if x.startswith("plugin:memdir:memdir"))
+        assert "Connected" in line, mcp.stdout
+        assert (isolated_env / "workspace" / "MEMORY.md").is_file()

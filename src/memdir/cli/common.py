@@ -52,6 +52,22 @@ def open_memory(ctx: click.Context | Path, *, scope: str = "private") -> Iterato
         yield memory
 
 
+def made_default_workspace(path: Path) -> bool:
+    """Create memdir's own default workspace (``$MEMDIR_HOME/workspace``) the first time an
+    agent uses it: the Claude Code plugin's MCP server and hooks run on it, and a person who
+    installs the plugin should not meet "Failed to connect" or lose a session's archive for
+    want of a ``memdir init``. True when it was created now. Any other missing folder is left
+    to the error that says to run ``memdir init``: memdir makes no folder a person named."""
+    from memdir.config.settings import memdir_home
+    from memdir.workspace.templates import init_workspace
+
+    default = memdir_home() / "workspace"
+    if path.expanduser() != default or os.path.lexists(default):
+        return False
+    init_workspace(default)
+    return True
+
+
 def stdout() -> Console:
     return Console(highlight=False, soft_wrap=True, markup=False, _environ=_environ())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -9,9 +10,10 @@ from typing import Any, TypeVar
 
 import click
 
-from memdir.cli.common import open_memory, stdout
+from memdir.cli.common import made_default_workspace, open_memory, stdout
 from memdir.cli.main import CommandGroup, cli
 from memdir.config.settings import load_config
+from memdir.errors import MemdirError
 from memdir.hooks.claude_code import (
     EVENT_COMMANDS,
     EVENTS,
@@ -199,6 +201,9 @@ def hook_command(ctx: click.Context, event: str, detach: bool) -> None:
     stderr and the exit code is always 0: a hook never stops Claude Code.
     """
     raw = sys.stdin.buffer.read(MAX_INPUT_BYTES).decode("utf-8", errors="replace")
+    with contextlib.suppress(MemdirError, OSError):  # else the hook says why, as before
+        if made_default_workspace(Path(ctx.obj)):
+            click.echo(f"memdir hook {event}: created the default workspace {ctx.obj}", err=True)
     reply = run_hook(event, raw, Path(ctx.obj), open_memory=open_memory)
     text = reply.stdout()
     if text:

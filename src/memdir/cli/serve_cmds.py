@@ -10,7 +10,14 @@ from pathlib import Path
 
 import click
 
-from memdir.cli.common import open_memory, print_json, stderr, stdout, styled
+from memdir.cli.common import (
+    made_default_workspace,
+    open_memory,
+    print_json,
+    stderr,
+    stdout,
+    styled,
+)
 from memdir.cli.main import cli
 from memdir.index.background import EmbedProgress
 from memdir.index.sync import SyncReport
@@ -38,6 +45,8 @@ def serve_command(ctx: click.Context, scope: str, no_watch: bool) -> None:
     from memdir.mcp.server import serve_stdio
 
     workspace: Path = ctx.obj
+    if made_default_workspace(workspace):
+        click.echo(f"memdir serve: created the default workspace {workspace}", err=True)
     # stdout is the protocol channel: anything a provider prints while loading goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         memory = Memory(workspace, scope=scope)
