@@ -135,6 +135,25 @@ def report_header(title: str, script: str, argv: Sequence[str], info: dict[str, 
     )
 
 
+def run_in_checkout(src: Path, script: str, args: Sequence[str]) -> dict[str, Any]:
+    """Run ``script`` (a benchmark, with ``--raw`` among ``args``) against another checkout's
+    ``src`` folder in a subprocess; its JSON output."""
+    env = dict(os.environ, PYTHONPATH=str(src.resolve()))
+    cmd = [sys.executable, script, *args]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def run_line() -> str:
+    """Two lines naming the machine, its load, memdir's commit, the date and the command."""
+    info = machine_info()
+    return (
+        f"machine: {info['cpu']}, {info['cores']} cores, load {info['load_avg_at_start']}, \n"
+        f"memdir {info['memdir_source']}, {info['date']}; `{' '.join(sys.argv)}`\n"
+    )
+
+
 def add_common_args(parser: argparse.ArgumentParser, config_names: Sequence[str]) -> None:
     parser.add_argument(
         "--configs",

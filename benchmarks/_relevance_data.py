@@ -209,8 +209,7 @@ def collect(
     """Search every probe of ``suite`` with nothing dropped (``min_score`` 0) and return one
     record per search: the query's parts and, per result, its ``explain`` and answer items."""
     import configs as bench_configs
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
 
     bench = bench_configs.CONFIGS["default"]
     settings = {"search": {"min_score": 0.0, "raw_min_score": 0.0}}
@@ -260,6 +259,6 @@ def bench_configs_index_config() -> Any:
     """The index configuration every suite is built with (the default one), so that the
     cached indexes of ``locomo.py``/``cmrc.py`` are reused."""
     import configs as bench_configs
-    from memdir.config.settings import load_config
+    from memdir import load_config
 
     return load_config(None, overrides=bench_configs.CONFIGS["default"].overrides)

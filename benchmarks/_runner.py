@@ -85,7 +85,7 @@ def builds_note(builds: Sequence[dict[str, Any]]) -> str:
 def build_only(runner: Runner, corpora: Sequence[Corpus], configs: Sequence[Any]) -> int:
     """``--build-only``: prepare every memdir configuration's indexes and print what was built."""
     import configs as bench_configs
-    from memdir.config.settings import load_config
+    from memdir import load_config
 
     for bench in configs:
         if bench.engine != "memdir":
@@ -154,7 +154,7 @@ class Runner:
 
     def _run_memdir(self, corpora: Sequence[Corpus], bench: Any) -> ConfigRun:
         import configs as bench_configs
-        from memdir.config.settings import load_config
+        from memdir import load_config
 
         run = ConfigRun(bench.name)
         config = load_config(None, overrides=bench.overrides)

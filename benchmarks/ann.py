@@ -114,7 +114,7 @@ import sys
 sys.path.insert(0, {here!r})
 import numpy as np
 from memdir import Memory
-from memdir.config.settings import load_config
+from memdir import load_config
 from _scale_data import SampledVectorEmbedder
 from memdir.embeddings.local import LocalEmbedder
 config = load_config(None, overrides={{"embedding": {{"provider": "local"}}}})
@@ -190,8 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     APPROX["over"] = args.ann_over
     os.environ.setdefault("MEMDIR_NOW", f"{CORPUS_END.isoformat()}T12:00")
 
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
     from memdir.embeddings.local import LocalEmbedder
 
     real = LocalEmbedder()

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         queries = [f.query for f in facts][: args.queries]
     with tempfile.TemporaryDirectory(prefix="memdir-busy-") as home:
         with common.env("MEMDIR_HOME", home):
-            from memdir.config.settings import load_config
+            from memdir import load_config
             from memdir.embeddings.local import LocalEmbedder
 
             runner = _runner.Runner(args.cache, fresh=False, embedder_kind="local")

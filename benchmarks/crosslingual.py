@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -119,8 +117,7 @@ def corpora(args: argparse.Namespace) -> list[tuple[common.Corpus, list[Ask]]]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Search everything; per group the raw per-question outcomes."""
     import configs as bench_configs
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
 
     runner = _runner.Runner(args.cache, fresh=False, embedder_kind=args.embedder)
     bench = bench_configs.CONFIGS["default"]
@@ -259,17 +256,13 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--variants"] if args.variants else []
         cmd += ["--same"] if args.same else []
         cmd += ["--split", args.split] if args.split else []
-        env = dict(os.environ, PYTHONPATH=str(args.baseline_src.resolve()))
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-        named.append(("base", json.loads(done.stdout)))
+        named.append(("base", common.run_in_checkout(args.baseline_src, cmd[1], cmd[2:])))
     data = run(args)
     if args.raw:
         print(json.dumps(data, ensure_ascii=False))
         return 0
     named.append(("this", data))
-    info = common.machine_info()
-    print(f"machine: {info['cpu']}, {info['cores']} cores, load {info['load_avg_at_start']}, ")
-    print(f"memdir {info['memdir_source']}, {info['date']}; `{' '.join(sys.argv)}`\n")
+    print(common.run_line())
     print(report(named))
     if args.json:
         args.json.write_text(json.dumps(dict(named), ensure_ascii=False, indent=1))

@@ -40,8 +40,7 @@ def rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One row per (question, candidate): its language gap, cosine, centred cosine, companion
     cosine and whether it answers."""
     import configs as bench_configs
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
     from memdir.search import across
 
     xargs = xbench.parse_args(["--split", "dev", "--same", "--locomo", str(args.locomo)])

@@ -53,8 +53,7 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Each question's group, whether it is answerable, its evidence, and whether its answer
     was among the first results with nothing cut."""
     import configs as bench_configs
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
 
     runner = _runner.Runner(args.cache, fresh=False, embedder_kind="local")
     bench = bench_configs.CONFIGS["default"]

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -44,9 +42,12 @@ DATA = _HERE / "data" / "hook_prompts.json"
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every prompt's recall; per group the raw outcomes."""
     import configs as bench_configs
-    from memdir import Memory
-    from memdir.config.settings import load_config
-    from memdir.memory.context import recall_for
+    from memdir import Memory, load_config
+
+    try:
+        from memdir.memory.context import recall_for
+    except ImportError:  # a --baseline-src checkout from before the memory/ package
+        from memdir.memory_context import recall_for  # type: ignore[import-not-found,no-redef]
 
     sets = json.loads(args.data.read_text(encoding="utf-8"))["sets"]
     workspaces = {ws.name: ws for ws in _workspaces.load_all()}
@@ -146,17 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline_src:
         cmd = [sys.executable, __file__, "--raw", "--embedder", args.embedder]
         cmd += ["--data", str(args.data), "--cache", str(args.cache / "baseline")]
-        env = dict(os.environ, PYTHONPATH=str(args.baseline_src.resolve()))
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-        named.append(("main", json.loads(done.stdout)))
+        named.append(("main", common.run_in_checkout(args.baseline_src, cmd[1], cmd[2:])))
     data = run(args)
     if args.raw:
         print(json.dumps(data, ensure_ascii=False))
         return 0
     named.append(("this", data))
-    info = common.machine_info()
-    print(f"machine: {info['cpu']}, {info['cores']} cores, load {info['load_avg_at_start']}, ")
-    print(f"memdir {info['memdir_source']}, {info['date']}; `{' '.join(sys.argv)}`\n")
+    print(common.run_line())
     print(report(named))
     if args.json:
         args.json.write_text(json.dumps(dict(named), ensure_ascii=False, indent=1))

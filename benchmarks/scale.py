@@ -159,7 +159,7 @@ import sys, time
 sys.path.insert(0, {here!r})
 import numpy as np
 from memdir import Memory
-from memdir.config.settings import load_config
+from memdir import load_config
 config = load_config(None, overrides={{"embedding": {{"provider": {provider!r}}}}})
 embedder = None
 if {samples!r}:
@@ -463,8 +463,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def run(args: argparse.Namespace, out: Path) -> Results:
     """All measurements. The throughput run comes first: its real vectors seed the hybrid
     indexes."""
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
     from memdir.embeddings.local import LocalEmbedder
 
     real = LocalEmbedder()

@@ -142,8 +142,7 @@ def load_workspace(
 ) -> tuple[Any, float, bool]:
     """Index the generated workspace from scratch with ``Memory.sync`` (the real path), or
     reuse the index an earlier run built (``record`` holds its measured load time)."""
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
 
     scale.write_workspace(root, n_files, seed=1)
     config = load_config(root, {"index": {"workspace_id": f"bench-{n_files}"}})

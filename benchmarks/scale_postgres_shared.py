@@ -206,8 +206,7 @@ def latency(
     queries: list[str],
     qtable: dict[str, Any],
 ) -> dict[str, Any]:
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
 
     out: dict[str, Any] = {}
     for ws in workspaces:
@@ -282,8 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = PrecomputedQueries(real, qtable)
     # This host's copy of the source, read once more after the upgrade (schema 4 marks the
     # copies an older index recorded as unseen), so the copies below carry real file times.
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
 
     with index_env(args.url):
         config = load_config(args.root, {"index": {"workspace_id": args.source}})

@@ -154,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from memdir import Memory
-    from memdir.config.settings import load_config
+    from memdir import Memory, load_config
     from memdir.rerank.base import FEATURES
     from memdir.rerank.learned import LearnedReranker
 
