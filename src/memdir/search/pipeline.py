@@ -12,6 +12,7 @@ reserved slots (:func:`~memdir.search.subqueries.merge_rankings`).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,11 +70,26 @@ class _Ranking:
     forms: dict[str, float] = field(default_factory=dict)  # every form of the terms → weight
 
 
-#: threadpoolctl's handle on numpy's BLAS (False: none to hold), made at the first search.
-_blas: Any = None
+#: threadpoolctl's handles on the BLAS libraries loaded, found again when modules were imported
+#: since (faiss brings its own): (len(sys.modules) when found, the libraries).
+_blas: tuple[int, list[Any]] | None = None
 _blas_lock = threading.Lock()
-#: Searches running now, and the BLAS thread count to put back when the last one ends.
-_blas_users: list[int] = [0, 0]
+#: Searches running now, and each library's thread count to put back when the last one ends.
+_blas_users = 0
+_blas_saved: list[tuple[Any, int]] = []
+
+
+def _blas_libraries() -> list[Any]:
+    global _blas
+    if _blas is None or _blas[0] != len(sys.modules):
+        try:
+            import threadpoolctl
+
+            found = threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+        except Exception:  # optional: without it the threads are left alone
+            found = []
+        _blas = (len(sys.modules), list(found))
+    return _blas[1]
 
 
 @contextlib.contextmanager
@@ -81,33 +97,24 @@ def _one_blas_thread() -> Iterator[None]:
     """Numpy's BLAS on one thread while searches run: a search multiplies small matrices
     (a query against a few thousand vectors, MMR over dozens), which a second BLAS thread only
     slows, and on a busy machine its spinning threads cost more than the work (a 1,452 × 384
-    product took 6 ms instead of 0.05 at load 2). The count is put back when the last search
+    product took 6 ms instead of 0.05 at load 2). The counts are put back when the last search
     running ends, so a host application's own numpy keeps its threads between searches."""
-    global _blas
+    global _blas_users, _blas_saved
     with _blas_lock:
-        if _blas is None:
-            try:
-                import threadpoolctl
-
-                found = threadpoolctl.ThreadpoolController().select(user_api="blas")
-                _blas = found.lib_controllers or False
-            except Exception:  # optional: without it the threads are left alone
-                _blas = False
-        if _blas is not False:
-            if _blas_users[0] == 0:
-                _blas_users[1] = max(lib.num_threads for lib in _blas)
-                for lib in _blas:
-                    lib.set_num_threads(1)
-            _blas_users[0] += 1
+        if _blas_users == 0:
+            _blas_saved = [(lib, lib.num_threads) for lib in _blas_libraries()]
+            for lib, _count in _blas_saved:
+                lib.set_num_threads(1)
+        _blas_users += 1
     try:
         yield
     finally:
-        if _blas is not False:
-            with _blas_lock:
-                _blas_users[0] -= 1
-                if _blas_users[0] == 0:
-                    for lib in _blas:
-                        lib.set_num_threads(_blas_users[1])
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                for lib, count in _blas_saved:
+                    lib.set_num_threads(count)
+                _blas_saved = []
 
 
 def run_search(manager: IndexManager, plan: SearchPlan) -> SearchResponse:
