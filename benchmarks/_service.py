@@ -83,7 +83,7 @@ class Service:
         Claude Code reconnects) is opened again once."""
         own = conn is None
         if conn is None:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+            conn = self.connection()
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": content_type}
         try:
             for attempt in (1, 2):
@@ -94,14 +94,26 @@ class Service:
                 except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
                     if own or attempt == 2:
                         raise
-                    conn.close()  # http.client connects again on the next request
+                    conn.close()
+                    _connect(conn)
             raise AssertionError("unreachable")
         finally:
             if own:
                 conn.close()
 
     def connection(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+        """A kept-alive connection with Nagle's algorithm off: http.client sends a request's
+        headers and body in two writes, and with Nagle on the body waited for the service's
+        delayed ACK, 40 ms a request (a memory_get took 44 ms, 2.9 ms sent in one write)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+        _connect(conn)
+        return conn
+
+
+def _connect(conn: http.client.HTTPConnection) -> None:
+    conn.connect()
+    assert conn.sock is not None
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 @contextlib.contextmanager

@@ -97,3 +97,36 @@ def test_the_mcp_line_names_an_existing_workspace_under_its_own_name(tmp_path: P
         assert "--transport http memdir-http " in line and f"workspace={ws}'" in line
     finally:
         _memdir(env, "daemon", "stop")
+
+
+def test_connections_to_the_listener_send_at_once() -> None:
+    """A kept-alive request to the service waited 40 ms for the client's delayed ACK between
+    the response's header and body: asyncio sets TCP_NODELAY only on sockets made as
+    IPPROTO_TCP, and ``socket.create_server`` makes them with protocol 0."""
+    import asyncio
+
+    async def main() -> list[int]:
+        seen: list[int] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        listener = ports.listen_tcp("127.0.0.1", 0)
+        server = await asyncio.start_server(handle, sock=listener)
+        port = listener.getsockname()[1]
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return seen
+
+    assert asyncio.run(main()) == [1]
+    plain = socket.create_server(("127.0.0.1", 0))  # what the listener used to be
+    assert plain.proto == 0
+    plain.close()

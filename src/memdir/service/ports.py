@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import socket
 from pathlib import Path
 
@@ -94,8 +95,33 @@ def _bind(port: int, *, why: str) -> socket.socket:
 
 
 def _listen(port: int) -> socket.socket:
-    sock = socket.create_server(("127.0.0.1", port))
+    sock = listen_tcp("127.0.0.1", port)
     sock.set_inheritable(True)
+    return sock
+
+
+def listen_tcp(
+    host: str, port: int, family: socket.AddressFamily = socket.AF_INET
+) -> socket.socket:
+    """A listening TCP socket whose connections send without Nagle's delay.
+
+    ``socket.create_server`` makes its socket with protocol 0, and asyncio turns on TCP_NODELAY
+    only for sockets made as IPPROTO_TCP: a kept-alive HTTP connection then waited for the
+    client's delayed ACK between a response's header and body, 40 ms a request (a memory_get
+    took 44 ms through the service, 2.9 ms with the connection closed after it).
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        if os.name == "posix":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen()
+    except BaseException:
+        sock.close()
+        raise
     return sock
 
 

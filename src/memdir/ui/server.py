@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from memdir.errors import MemdirError
 from memdir.memory.facade import Memory
+from memdir.service.ports import listen_tcp
 from memdir.ui.app import create_app
 from memdir.ui.inspector import UIOptions
 from memdir.ui.security import LOOPBACK_NAMES, is_loopback
@@ -41,7 +42,7 @@ def bind(host: str, port: int) -> socket.socket:
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        sock = socket.create_server((host.strip("[]"), port), family=family)
+        sock = listen_tcp(host.strip("[]"), port, family)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise MemdirError(
